@@ -1,0 +1,65 @@
+"""What one batch of extracted lines contributes, collapsed before it travels.
+
+Both the offline engine and the live extractor worker call these, so a batch of ten thousand
+identical NCCL lines reaches the correlator as one :class:`EvidenceGroup` per node and minute,
+and per-node line counts as one number per node and minute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from correlator.evidence import SLOT_MS, EvidenceGroup, group_key
+from extractors.symptom import Symptom
+from streams.records import LogLine
+
+__all__ = ["BatchContribution", "collapse_batch"]
+
+
+@dataclass
+class BatchContribution:
+    node_groups: list[EvidenceGroup] = field(default_factory=list)
+    direct_groups: list[EvidenceGroup] = field(default_factory=list)
+    unplaced: list[Symptom] = field(default_factory=list)
+    #: (node, slot start ms) → (line count, latest event time)
+    node_lines: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    workload_lines: dict[str, int] = field(default_factory=dict)
+
+
+def _collapse(symptoms: list[Symptom], by_workload: bool) -> list[EvidenceGroup]:
+    groups: dict[tuple, EvidenceGroup] = {}
+    for symptom in symptoms:
+        key = (symptom.workload_id if by_workload else None, *group_key(symptom))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = EvidenceGroup.start(symptom)
+        else:
+            group.add(symptom)
+    return list(groups.values())
+
+
+def _count_lines(lines: Sequence[LogLine], out: BatchContribution) -> None:
+    node_lines: dict[tuple[str, int], list[int]] = {}
+    for line in lines:
+        if line.workload_id:
+            out.workload_lines[line.workload_id] = out.workload_lines.get(line.workload_id, 0) + 1
+        elif line.host:
+            entry = node_lines.get((line.host, line.time_ms // SLOT_MS))
+            if entry is None:
+                node_lines[(line.host, line.time_ms // SLOT_MS)] = [1, line.time_ms]
+            else:
+                entry[0] += 1
+                entry[1] = max(entry[1], line.time_ms)
+    out.node_lines = {(node, slot * SLOT_MS): (c, t) for (node, slot), (c, t) in node_lines.items()}
+
+
+def collapse_batch(lines: Sequence[LogLine], symptoms: list[Symptom]) -> BatchContribution:
+    out = BatchContribution()
+    _count_lines(lines, out)
+    direct = [s for s in symptoms if s.workload_id]
+    on_nodes = [s for s in symptoms if not s.workload_id and s.node]
+    out.unplaced = [s for s in symptoms if not s.workload_id and not s.node]
+    out.node_groups = _collapse(on_nodes, by_workload=False)
+    out.direct_groups = _collapse(direct, by_workload=True)
+    return out

@@ -1,0 +1,188 @@
+"""Decide a verdict from one workload run and the evidence gathered for it.
+
+The steps, each a small function below:
+
+1. items: every evidence group becomes an :class:`Item` with its rule's role; benign ones are
+   dropped and groups entirely before the run started become ``context``;
+2. refiners demote echoes, companions and context (``rules/refiners``);
+3. the terminal state comes from the scheduler (markers in the logs refine a cancellation);
+4. the remaining causes decide the domain: the *strong* ones (priority ≥ 50) if any; several
+   domains among them → ``ambiguous`` naming each; none at all → ``unattributed`` (or the
+   cancellation actor / time limit for cancel and timeout);
+5. the chain lists every item collapsed across nodes, with its role in the cascade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from correlator.evidence import EvidenceGroup
+from correlator.refine import CAUSE_ROLES, Item, apply_refiners
+from correlator.verdict import Verdict
+from correlator.verdict_build import build_verdict
+from correlator.workload import WorkloadRun
+from extractors.loader import Ruleset
+
+__all__ = ["STRONG_PRIORITY", "Decision", "decide"]
+
+#: Causes at or above this priority outweigh weaker ones (docs/rules.md, "Priority").
+STRONG_PRIORITY = 50
+#: Causes first seen within this many ms of the earliest compete on priority for the root.
+ROOT_TIE_MS = 2_000
+
+TERMINAL = {
+    "COMPLETED": "success", "FAILED": "fail", "NODE_FAIL": "fail", "OUT_OF_MEMORY": "fail",
+    "BOOT_FAIL": "fail", "TIMEOUT": "timeout", "DEADLINE": "timeout", "CANCELLED": "cancel",
+    "PREEMPTED": "cancel",
+}
+#: Domains whose causes make a node responsible (a user's error does not make a node bad).
+NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
+
+
+@dataclass
+class Decision:
+    """Everything the verdict builder needs, computed once."""
+
+    run: WorkloadRun
+    items: list[Item]
+    terminal_state: str
+    sub_domain: str | None
+    domains: list[str]
+    considered: list[Item]
+    root: Item | None
+    uncertainty: str | None
+    actor: str | None
+
+
+def decide(run: WorkloadRun, groups: list[EvidenceGroup], ruleset: Ruleset,
+           rules_by_id: dict, lines_seen: int) -> Verdict:
+    items = _items(run, groups, rules_by_id)
+    apply_refiners(items, ruleset.refiners)
+    terminal, actor = _terminal_state(run, items)
+    decision = _domain(run, items, terminal, actor)
+    return build_verdict(decision, ruleset.version, lines_seen)
+
+
+def _items(run: WorkloadRun, groups: list[EvidenceGroup], rules_by_id: dict) -> list[Item]:
+    items = []
+    for group in groups:
+        rule = rules_by_id.get(group.first.rule_id)
+        if rule is None or rule.role == "benign":
+            continue  # a rule removed since the symptom was extracted, or matched to be ignored
+        item = Item(group=group, rule=rule, role=rule.role)
+        if run.start_ms is not None and group.last_ms < run.start_ms and rule.role in CAUSE_ROLES:
+            item.role, item.pre_start = "context", True
+        items.append(item)
+    items.sort(key=lambda i: (i.first_ms, i.rule.id, i.node or "", i.group.first.line))
+    return items
+
+
+def _scheduler_state(run: WorkloadRun) -> str | None:
+    if run.end is None:
+        return None
+    if run.end.state:
+        return run.end.state.upper()
+    if run.end.exit_code is not None:
+        return "COMPLETED" if run.end.exit_code == 0 and not run.end.signal else "FAILED"
+    return None
+
+
+def _terminal_state(run: WorkloadRun, items: list[Item]) -> tuple[str, str | None]:
+    state = _scheduler_state(run)
+    terminal = TERMINAL.get(state or "", "fail")
+    markers = {i.rule.marker: i for i in items if i.role == "marker"}
+    actor = run.end.actor if run.end else None
+    if state == "PREEMPTED" or (terminal == "cancel" and "preempted" in markers):
+        return "cancel", actor or "scheduler (preemption)"
+    if terminal == "cancel" and "timeout" in markers:
+        return "timeout", "scheduler (time limit)"
+    if terminal == "cancel":
+        return "cancel", actor or _actor_from_markers(items)
+    return terminal, None
+
+
+def _actor_from_markers(items: list[Item]) -> str | None:
+    """Who cancelled, from the earliest cancel marker that says (slurmctld logs the uid)."""
+    for item in items:
+        if item.role == "marker" and item.rule.marker == "cancelled":
+            captures = item.group.first.captures
+            if captures.get("actor"):
+                return captures["actor"]
+            if captures.get("uid"):
+                return f"uid {captures['uid']}"
+    return None
+
+
+def _pick_root(considered: list[Item]) -> Item:
+    earliest = min(i.first_ms for i in considered)
+    close = [i for i in considered if i.first_ms - earliest <= ROOT_TIE_MS]
+    return min(close, key=lambda i: (-i.rule.priority, i.first_ms, i.rule.id, i.node or ""))
+
+
+def _domain(run: WorkloadRun, items: list[Item], terminal: str, actor: str | None) -> Decision:
+    causes = [i for i in items if i.role in CAUSE_ROLES]
+    strong = [i for i in causes if i.rule.priority >= STRONG_PRIORITY]
+    considered = strong if strong or terminal in ("cancel", "timeout") else causes
+    base = Decision(run, items, terminal, None, [], considered, None, None, actor)
+    if terminal == "success":
+        base.considered = []
+        return base
+    if considered:
+        return _from_causes(base, considered, weak=not strong)
+    return _without_causes(base)
+
+
+def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision:
+    domains = _ranked_domains(considered)
+    base.root = _pick_root(considered)
+    base.domains = domains
+    if len(domains) > 1:
+        base.sub_domain, base.uncertainty = "ambiguous", "competing_domains"
+        return base
+    base.sub_domain = domains[0]
+    nodes = {i.node for i in considered if i.rule.domain in NODE_DOMAINS and i.node}
+    if len(nodes) > 1:
+        base.uncertainty = "multiple_nodes"
+    elif weak:
+        base.uncertainty = "weak_evidence"
+    return base
+
+
+def _ranked_domains(items: list[Item]) -> list[str]:
+    best: dict[str, tuple[int, int]] = {}
+    for item in items:
+        rank = (-item.rule.priority, item.first_ms)
+        best[item.rule.domain] = min(best.get(item.rule.domain, rank), rank)
+    return sorted(best, key=lambda d: best[d])
+
+
+def _without_causes(base: Decision) -> Decision:
+    run, terminal = base.run, base.terminal_state
+    echoes = [i for i in base.items if i.role in ("echo", "downstream", "companion") and not i.pre_start]
+    if terminal == "timeout" and not echoes:
+        base.sub_domain, base.domains = "user", ["user"]
+        return base
+    if terminal == "cancel":
+        base.sub_domain = _cancel_domain(run, base.actor)
+        base.domains = [base.sub_domain] if base.sub_domain != "unattributed" else []
+        base.uncertainty = "no_evidence" if base.sub_domain == "unattributed" else None
+        return base
+    if echoes:
+        base.root = min(echoes, key=lambda i: (i.first_ms, -i.rule.priority, i.rule.id))
+        base.sub_domain, base.uncertainty = "ambiguous", "secondary_only"
+        base.domains = [d for d in _ranked_domains(echoes) if d != "none"]
+        return base
+    base.sub_domain, base.uncertainty = "unattributed", "no_evidence"
+    return base
+
+
+def _cancel_domain(run: WorkloadRun, actor: str | None) -> str:
+    if actor is None:
+        return "unattributed"
+    if actor.startswith("scheduler"):
+        return "infrastructure"
+    user = run.info.get("user")
+    uid = (run.end.extra.get("user_id") if run.end else None)
+    if actor in (user, f"uid {uid}") or actor == "user":
+        return "user"
+    return "infrastructure"

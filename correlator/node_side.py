@@ -1,0 +1,170 @@
+"""The node-keyed half of the correlator.
+
+For each node it keeps a :class:`NodeWindow` (collapsed symptoms, line counts) and the runs the
+scheduler placed on it. When a run has ended and the node's event time has passed its end plus
+the grace period, the node reports its :class:`NodeEvidence` for that run; a late symptom inside
+an already reported run's window sends an updated report (which may revise the verdict).
+
+In the streaming pipeline this state is partitioned by node; offline, one instance holds all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from correlator.evidence import EvidenceGroup
+from correlator.node_window import NodeWindow
+from correlator.settings import CorrelatorSettings
+from extractors.symptom import Symptom
+
+__all__ = ["NodeCorrelator", "NodeEvidence", "NodeRun", "NodeState"]
+
+#: A run with no end record after this long is taken as lost (its job-end record never came).
+MAX_RUN_MS = 30 * 86_400_000
+
+
+@dataclass
+class NodeRun:
+    """A workload run as one node knows it."""
+
+    workload_id: str
+    start_ms: int | None
+    end_ms: int | None = None
+    reported_ms: int | None = None  # event time of the first report
+
+    def window(self, settings: CorrelatorSettings) -> tuple[int, int]:
+        end = self.end_ms if self.end_ms is not None else 2**62
+        start = self.start_ms if self.start_ms is not None else end - int(settings.idle_retention_s * 1000)
+        return start - int(settings.lookback_s * 1000), end + int(settings.tail_s * 1000)
+
+
+@dataclass
+class NodeEvidence:
+    """What one node saw during one run's window: the workload side's input."""
+
+    workload_id: str
+    node: str
+    groups: list[EvidenceGroup]
+    lines: int
+    end_ms: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload_id": self.workload_id, "node": self.node, "lines": self.lines,
+                "end_ms": self.end_ms, "groups": [g.to_dict() for g in self.groups]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeEvidence:
+        groups = [EvidenceGroup.from_dict(g) for g in data["groups"]]
+        return cls(data["workload_id"], data["node"], groups, data["lines"], data["end_ms"])
+
+
+@dataclass
+class NodeState:
+    window: NodeWindow
+    runs: dict[str, NodeRun] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window": self.window.to_dict(),
+                "runs": [[r.workload_id, r.start_ms, r.end_ms, r.reported_ms] for r in self.runs.values()]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeState:
+        runs = {r[0]: NodeRun(*r) for r in data["runs"]}
+        return cls(NodeWindow.from_dict(data["window"]), runs)
+
+
+class NodeCorrelator:
+    def __init__(self, settings: CorrelatorSettings, states: dict[str, NodeState] | None = None) -> None:
+        self.settings = settings
+        self.states: dict[str, NodeState] = states if states is not None else {}
+        self.touched: set[str] = set()  # nodes changed since the last take_touched()
+
+    def state(self, node: str) -> NodeState:
+        state = self.states.get(node)
+        if state is None:
+            state = self.states[node] = NodeState(NodeWindow(node))
+        self.touched.add(node)
+        return state
+
+    def on_lines(self, node: str, time_ms: int, count: int = 1) -> None:
+        self.state(node).window.add_lines(time_ms, count)
+
+    def on_symptom(self, symptom: Symptom) -> list[NodeEvidence]:
+        return self.on_group(EvidenceGroup.start(symptom))
+
+    def on_group(self, group: EvidenceGroup) -> list[NodeEvidence]:
+        """Record collapsed symptoms; re-report any already reported run they fall in."""
+        node = group.node or ""
+        state = self.state(node)
+        state.window.add_group(group)
+        late = []
+        for run in state.runs.values():
+            start, end = run.window(self.settings)
+            if run.reported_ms is not None and group.overlaps(start, end):
+                late.append(self._evidence(node, state, run))
+        return late
+
+    def on_run(self, node: str, workload_id: str, start_ms: int | None, end_ms: int | None) -> None:
+        """The scheduler placed ``workload_id`` on ``node`` (start), or says it ended."""
+        state = self.state(node)
+        run = state.runs.get(workload_id)
+        requeued = run is not None and run.reported_ms is not None and start_ms is not None \
+            and run.end_ms is not None and start_ms > run.end_ms
+        if run is None or requeued:
+            state.runs[workload_id] = NodeRun(workload_id, start_ms, end_ms)
+            return
+        if start_ms is not None and (run.start_ms is None or start_ms < run.start_ms):
+            run.start_ms = start_ms
+        if end_ms is not None:
+            run.end_ms = end_ms
+
+    def due(self, watermark_ms: int) -> list[NodeEvidence]:
+        """Reports for every ended run whose end plus grace the node's event time has passed."""
+        out = []
+        for node, state in self.states.items():
+            for run in state.runs.values():
+                if run.reported_ms is None and run.end_ms is not None \
+                        and run.end_ms + self.settings.grace_ms <= watermark_ms:
+                    run.reported_ms = watermark_ms
+                    self.touched.add(node)
+                    out.append(self._evidence(node, state, run))
+        return out
+
+    def report_now(self, node: str, workload_id: str) -> NodeEvidence | None:
+        """Report a run before its grace is over (the wall-clock fallback of the live pipeline)."""
+        state = self.states.get(node)
+        run = state.runs.get(workload_id) if state else None
+        if state is None or run is None or run.end_ms is None:
+            return None
+        run.reported_ms = run.reported_ms or run.end_ms + self.settings.grace_ms
+        self.touched.add(node)
+        return self._evidence(node, state, run)
+
+    def _evidence(self, node: str, state: NodeState, run: NodeRun) -> NodeEvidence:
+        start, end = run.window(self.settings)
+        groups = [g.copy() for g in state.window.evidence(start, end)]
+        return NodeEvidence(run.workload_id, node, groups, state.window.lines_between(start, end), run.end_ms)
+
+    def expire(self, watermark_ms: int) -> None:
+        """Drop reported runs past the revision horizon and symptoms no run can still need."""
+        horizon = int(self.settings.revision_horizon_s * 1000)
+        idle = watermark_ms - int(self.settings.idle_retention_s * 1000)
+        for node in list(self.states):
+            state = self.states[node]
+            state.runs = {w: r for w, r in state.runs.items() if self._keep(r, watermark_ms, horizon)}
+            needed = [r.window(self.settings)[0] for r in state.runs.values()]
+            state.window.expire(min([idle, *needed]))
+            if state.window.is_empty() and not state.runs:
+                del self.states[node]
+            self.touched.add(node)
+
+    def _keep(self, run: NodeRun, watermark_ms: int, horizon_ms: int) -> bool:
+        if run.reported_ms is not None:
+            return (run.end_ms or 0) + horizon_ms >= watermark_ms
+        # a run whose end never came is dropped once it is implausibly old
+        return (run.start_ms or watermark_ms) + MAX_RUN_MS >= watermark_ms
+
+    def take_touched(self) -> set[str]:
+        touched, self.touched = self.touched, set()
+        return touched

@@ -1,0 +1,88 @@
+"""A ruleset compiled for matching: ``re`` programs per rule, shared by both matchers.
+
+The Hyperscan database finds *candidate* (line, rule) pairs fast; :meth:`CompiledRule.confirm`
+then runs the rule's ``re`` programs on that one line to apply ``exclude`` and read the named
+captures (Hyperscan has no capture groups). The ``re`` reference matcher calls the same
+``confirm`` on every (line, rule), so both matchers emit identical symptoms whenever Hyperscan
+reports every line a rule matches — which is what the tests check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from extractors.loader import RuleError, RuleProblem, Ruleset
+from extractors.rule_model import SymptomRule
+from extractors.symptom import LineLike, Symptom
+
+__all__ = ["CompiledRule", "compile_rules", "job_reference"]
+
+_JOB_REF = re.compile(r"\b(?:JobId=|JOB |STEP |StepId=|job_id=|SLURM_JOB_ID=)(\d+)", re.ASCII)
+
+
+def job_reference(text: str) -> str | None:
+    """The Slurm job a line names (``JobId=12``, ``JOB 12``, ``STEP 12.0``), if any."""
+    found = _JOB_REF.search(text)
+    return found.group(1) if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    rule: SymptomRule
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    sources: frozenset[str]
+
+    def confirm(self, text: str) -> dict[str, str] | None:
+        """Captures if this rule fires on ``text`` (any include, no exclude), else ``None``."""
+        for program in self.include:
+            found = program.search(text)
+            if found is not None:
+                if any(x.search(text) for x in self.exclude):
+                    return None
+                return {k: v for k, v in found.groupdict().items() if v is not None}
+        return None
+
+    def symptom(self, line: LineLike, captures: dict[str, str]) -> Symptom:
+        rule = self.rule
+        node = captures.get(rule.node_capture) if rule.node_capture else None
+        return Symptom(
+            rule_id=rule.id,
+            symptom=rule.symptom,
+            domain=rule.domain,
+            role=rule.role,
+            priority=rule.priority,
+            catalog_id=rule.catalog_id,
+            marker=rule.marker,
+            node=node or line.host,
+            time_ms=line.time_ms,
+            source=line.source,
+            line=line.text,
+            origin=line.origin,
+            workload_id=line.workload_id or job_reference(line.text),
+            captures=captures,
+            entity=tuple(captures.get(name, "") for name in rule.entity),
+        )
+
+
+def re_flags(rule: SymptomRule) -> int:
+    return re.ASCII | (re.IGNORECASE if rule.case_insensitive else 0)
+
+
+def compile_rules(ruleset: Ruleset) -> list[CompiledRule]:
+    compiled: list[CompiledRule] = []
+    problems: list[RuleProblem] = []
+    for rule in ruleset.symptom_rules:
+        path = ruleset.paths.get(rule.id, rule.id)
+        programs: list[list[re.Pattern[str]]] = [[], []]
+        for kind, patterns in enumerate((rule.patterns, rule.exclude)):
+            for pattern in patterns:
+                try:
+                    programs[kind].append(re.compile(pattern, re_flags(rule)))
+                except re.error as exc:
+                    problems.append(RuleProblem(path, None, rule.id, f"pattern {pattern!r}: {exc}"))
+        compiled.append(CompiledRule(rule, tuple(programs[0]), tuple(programs[1]), frozenset(rule.sources)))
+    if problems:
+        raise RuleError(problems)
+    return compiled

@@ -1,0 +1,1 @@
+"""Adapters around the engine: record models, ingest normalizers, topics, CLI and workers."""

@@ -1,0 +1,47 @@
+"""Create the pipeline's topics up front, with the configured partition count."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError
+
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["ensure_topics", "wait_for_kafka"]
+
+log = logging.getLogger("faultstream.admin")
+
+
+async def wait_for_kafka(settings: Settings, timeout_s: float = 60.0) -> AIOKafkaAdminClient:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        admin = AIOKafkaAdminClient(**settings.aiokafka_options())
+        try:
+            await admin.start()
+            return admin
+        except KafkaConnectionError:
+            await admin.close()
+            if asyncio.get_running_loop().time() > deadline:
+                msg = f"cannot reach Kafka at {settings.kafka_bootstrap_servers}"
+                raise ConnectionError(msg) from None
+            await asyncio.sleep(1.0)
+
+
+async def ensure_topics(settings: Settings) -> None:
+    topics = Topics.from_settings(settings)
+    admin = await wait_for_kafka(settings)
+    try:
+        existing = set(await admin.list_topics())
+        missing = [NewTopic(name, topics.partitions, 1) for name in topics.all_names() if name not in existing]
+        if missing:
+            try:
+                await admin.create_topics(missing)
+            except TopicAlreadyExistsError:
+                pass  # another worker created them first
+            log.info("created topics %s", [t.name for t in missing])
+    finally:
+        await admin.close()

@@ -1,0 +1,90 @@
+"""``faultstream backtest``: replay recordings through the engine and print verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import orjson
+
+if TYPE_CHECKING:
+    from streams.backtest import BacktestResult
+
+__all__ = ["add_parser"]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("backtest", help="replay a recording through the engine, offline")
+    parser.add_argument("--input", "-i", type=Path, action="append", required=True,
+                        help="recording file (JSON Lines of topic records); repeat for several")
+    parser.add_argument("--rules", type=Path, default=None, help="rules directory (default: bundled)")
+    parser.add_argument("--output", "-o", type=Path, default=None, help="write verdicts here, not stdout")
+    parser.add_argument("--format", choices=("json", "table"), default="json")
+    parser.add_argument("--all-revisions", action="store_true", help="every revision, not only the last")
+    parser.add_argument("--grace", type=float, default=None, help="grace period for late lines, seconds")
+    parser.set_defaults(handler=run_backtest)
+
+
+def _check_inputs(paths: list[Path]) -> None:
+    from streams.cli import UsageError
+
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"recording not found: {path}")
+
+
+def run_backtest(args: argparse.Namespace) -> int:
+    from correlator.settings import CorrelatorSettings
+    from extractors.loader import load_ruleset
+    from streams.backtest import backtest, latest_revisions
+    from streams.verdict_table import verdict_table
+
+    _check_inputs(args.input)
+    ruleset = load_ruleset(args.rules)
+    settings = CorrelatorSettings() if args.grace is None else \
+        CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
+    out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for path in args.input:
+            result = backtest(path, ruleset, settings)
+            verdicts = result.verdicts if args.all_revisions else latest_revisions(result.verdicts)
+            if args.format == "table":
+                out.write(verdict_table(verdicts) + "\n")
+            else:
+                for verdict in verdicts:
+                    out.write(orjson.dumps(verdict.model_dump(mode="json")).decode() + "\n")
+            _summary(path, result, ruleset.version)
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+def _summary(path: Path, result: BacktestResult, version: str) -> None:
+    from streams.backtest import latest_revisions
+
+    engine = result.engine
+    assert engine is not None
+    stats = engine.stats
+    rate = stats.lines / result.seconds if result.seconds else 0.0
+    domains = {}
+    for verdict in latest_revisions(result.verdicts):
+        label = verdict.verdict.attribution_outcome
+        domains[label] = domains.get(label, 0) + 1
+    lines = [
+        f"{path}: {result.records} records, {stats.lines} lines, {stats.job_events} job events, "
+        f"{stats.symptoms} symptoms, {len(result.dead_letters)} dead letters, "
+        f"{len(latest_revisions(result.verdicts))} verdicts ({stats.verdicts} revisions) "
+        f"in {result.seconds:.2f}s ({rate:,.0f} lines/s), ruleset {version}",
+    ]
+    if domains:
+        lines.append("  outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(domains.items())))
+    for reason, count in result.dead_reasons.most_common(5):
+        lines.append(f"  dead letter x{count}: {reason}")
+    if engine.running():
+        lines.append(f"  still running (no job end): {', '.join(engine.running()[:10])}")
+    if stats.unplaced_symptoms:
+        lines.append(f"  {stats.unplaced_symptoms} symptoms had neither a node nor a workload")
+    print("\n".join(lines), file=sys.stderr)

@@ -1,0 +1,115 @@
+"""``faultstream run | worker extractor | worker correlator | load``: the live pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+__all__ = ["add_parsers"]
+
+log = logging.getLogger("faultstream")
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser("run", help="every stage in one process (one machine)")
+    _common(run)
+    run.set_defaults(handler=_run_all)
+    worker = commands.add_parser("worker", help="one stage; start several to scale out")
+    worker.add_argument("stage", choices=("extractor", "correlator"))
+    _common(worker)
+    worker.set_defaults(handler=_run_worker)
+    load = commands.add_parser("load", help="publish a recording to the ingest topics")
+    load.add_argument("recordings", type=Path, nargs="+")
+    load.add_argument("--speed", type=float, default=None,
+                      help="keep the recording's relative timing, X times faster (default: as fast as possible)")
+    _common(load)
+    load.set_defaults(handler=_run_load)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=None, help="YAML config file (docs/operations.md)")
+    parser.add_argument("--rules", type=Path, default=None, help="rules directory (default: bundled)")
+    parser.add_argument("--log-level", default="INFO")
+
+
+def _settings(args: argparse.Namespace):
+    from streams.settings import load_settings
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return load_settings(args.config, rules_dir=args.rules)
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if args.stage == "extractor":
+        return asyncio.run(_extractor_main(settings))
+    return _correlator_main(settings, with_extractor=False)
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    return _correlator_main(_settings(args), with_extractor=True)
+
+
+async def _extractor_main(settings) -> int:
+    from extractors.loader import load_ruleset
+    from streams.admin import ensure_topics
+    from streams.extract_worker import ExtractorWorker
+
+    await ensure_topics(settings)
+    worker = ExtractorWorker(settings, load_ruleset(settings.rules_dir))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, worker.stop)
+    log.info("extractor started on %s", ", ".join(worker.topics.ingest))
+    await worker.run()
+    log.info("extractor stopped: %s", worker.stats)
+    return 0
+
+
+def _correlator_main(settings, with_extractor: bool) -> int:
+    import faust
+
+    from extractors.loader import load_ruleset
+    from sinks.redis_verdicts import RedisVerdictSink
+    from streams.admin import ensure_topics
+    from streams.correlator_app import build_correlator_app
+
+    asyncio.run(ensure_topics(settings))
+    ruleset = load_ruleset(settings.rules_dir)
+    sink = RedisVerdictSink(settings.redis_url, prefix=settings.redis_prefix)
+    app = build_correlator_app(settings, ruleset, [sink])
+    if with_extractor:
+        _attach_extractor(app, settings, ruleset)
+    worker = faust.Worker(app, loglevel=logging.getLevelName(log.getEffectiveLevel()).lower(),
+                          override_logging=False)
+    worker.execute_from_commandline()
+    return 0
+
+
+def _attach_extractor(app, settings, ruleset) -> None:
+    from streams.extract_worker import ExtractorWorker
+
+    extractor = ExtractorWorker(settings, ruleset)
+
+    @app.task
+    async def extractor_task() -> None:
+        await extractor.run()  # cancelled at shutdown; run() closes its clients on the way out
+
+
+def _run_load(args: argparse.Namespace) -> int:
+    from streams.loader import load_recordings
+
+    settings = _settings(args)
+    for path in args.recordings:
+        if not path.is_file():
+            from streams.cli import UsageError
+
+            raise UsageError(f"recording not found: {path}")
+    counts = asyncio.run(load_recordings(settings, args.recordings, args.speed))
+    print(f"published {counts['records']} records ({counts['skipped']} unusable recording lines)", file=sys.stderr)
+    return 0

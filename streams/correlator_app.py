@@ -1,0 +1,211 @@
+"""The correlator stage: one faust app, two agents, two tables (docs/architecture.md).
+
+* ``node-correlator`` consumes node-events (keyed by node): collapsed symptoms, line counts, run
+  placements; it keeps per-node state in the ``node-state`` table and reports each run's
+  evidence to workload-events.
+* ``workload-correlator`` consumes workload-events (keyed by workload): job events (fanned out to
+  the nodes as placements), direct symptoms, node reports; it keeps per-workload state in the
+  ``workload-state`` table and emits verdicts to the verdicts topic and Redis.
+
+Tables have changelog topics, so a restarted worker recovers its partitions' state; a per-
+partition offset marker in the same changelog skips records it had already applied. A timer
+sends ticks to every partition so that idle partitions still reach a job's end plus grace.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import faust
+import orjson
+
+from correlator.verdict import Verdict
+from extractors.loader import Ruleset
+from sinks.base import Sink
+from streams import wire
+from streams.partitions import NodePartition, WorkloadPartition
+from streams.settings import Settings
+from streams.topics import Topics, partition_for
+
+__all__ = ["build_correlator_app"]
+
+log = logging.getLogger("faultstream.correlator")
+
+
+def _credentials(settings: Settings) -> Any:
+    if settings.kafka_security_protocol.startswith("SASL"):
+        password = settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else None
+        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=password,
+                                     mechanism=settings.kafka_sasl_mechanism, ssl_context=settings.ssl_context())
+    context = settings.ssl_context()
+    return faust.SSLCredentials(context) if context else None
+
+
+def _app(settings: Settings) -> faust.App:
+    return faust.App(
+        f"{settings.namespace}faultstream-correlator",
+        broker=f"kafka://{settings.kafka_bootstrap_servers}",
+        broker_credentials=_credentials(settings),
+        store="memory://",
+        topic_partitions=settings.partitions,
+        topic_replication_factor=1,
+        consumer_auto_offset_reset="earliest",
+        web_enabled=False,
+        producer_acks=-1,
+        broker_commit_every=100,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
+        broker_commit_interval=1.0,
+    )
+
+
+class _Stage:
+    """Holds the partition processors of one worker; rebuilt after every rebalance."""
+
+    def __init__(self, app: faust.App, settings: Settings, ruleset: Ruleset, sinks: list[Sink]) -> None:
+        self.settings, self.ruleset, self.sinks = settings, ruleset, sinks
+        self.correlator_settings = settings.correlator_settings()
+        self.topics = Topics.from_settings(settings)
+        parts = settings.partitions
+        self.node_topic = app.topic(self.topics.node_events, partitions=parts, key_serializer="raw",
+                                    value_serializer="raw")
+        self.workload_topic = app.topic(self.topics.workload_events, partitions=parts, key_serializer="raw",
+                                        value_type=bytes)
+        self.verdict_topic = app.topic(self.topics.verdicts, partitions=parts, key_serializer="raw",
+                                       value_serializer="raw")
+        self.deadletter_topic = app.topic(self.topics.deadletter, partitions=parts, key_serializer="raw",
+                                          value_serializer="raw")
+        self.node_table = app.Table("node-state", partitions=parts, key_type=bytes, value_type=bytes)
+        self.workload_table = app.Table("workload-state", partitions=parts, key_type=bytes,
+                                        value_type=bytes)
+        self.node_parts: dict[int, NodePartition] = {}
+        self.workload_parts: dict[int, WorkloadPartition] = {}
+
+    def forget(self) -> None:
+        self.node_parts.clear()
+        self.workload_parts.clear()
+
+    def node_part(self, partition: int) -> NodePartition:
+        if partition not in self.node_parts:
+            self.node_parts[partition] = NodePartition(self.correlator_settings, _StrTable(self.node_table),
+                                                       partition, self.settings.partitions)
+        return self.node_parts[partition]
+
+    def workload_part(self, partition: int) -> WorkloadPartition:
+        if partition not in self.workload_parts:
+            self.workload_parts[partition] = WorkloadPartition(
+                self.ruleset, self.correlator_settings, _StrTable(self.workload_table), partition,
+                self.settings.partitions)
+        return self.workload_parts[partition]
+
+    async def send(self, topic: faust.TopicT, key: str, record: dict[str, Any]) -> None:
+        partition = partition_for(key, self.settings.partitions)
+        fut = await topic.send(key=key.encode(), value=wire.encode(record), partition=partition, force=True)
+        await fut
+
+    async def dead_letter(self, message: Any, exc: Exception) -> None:
+        log.exception("record %s:%d:%d dead-lettered", message.topic, message.partition, message.offset)
+        value = message.value.decode("utf-8", "replace") if isinstance(message.value, bytes) else message.value
+        body = {"reason": f"correlator: {type(exc).__name__}: {exc}", "topic": message.topic,
+                "origin": f"{message.topic}:{message.partition}:{message.offset}", "value": value,
+                "stage": "correlator"}
+        fut = await self.deadletter_topic.send(key=body["origin"].encode(), value=orjson.dumps(body), force=True)
+        await fut
+
+    async def emit(self, verdicts: list[Verdict]) -> None:
+        for verdict in verdicts:
+            body = verdict.model_dump(mode="json")
+            fut = await self.verdict_topic.send(key=verdict.workload_id.encode(), value=orjson.dumps(body),
+                                                partition=partition_for(verdict.workload_id,
+                                                                        self.settings.partitions), force=True)
+            await fut
+            for sink in self.sinks:
+                await sink.add(body)
+        for sink in self.sinks if verdicts else []:
+            await sink.flush()  # retried inside; the event is acked (offset committable) only after this
+        for verdict in verdicts:
+            log.info("verdict %s rev %d: %s", verdict.workload_id, verdict.revision,
+                     verdict.verdict.attribution_outcome)
+
+
+class _StrTable:
+    """faust tables with the raw key serializer hand back bytes keys: present them as str."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+
+    def __getitem__(self, key: str) -> Any:
+        return self.table[key.encode()]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.table[key.encode()] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.table[key.encode()]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key.encode() in self.table
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.table.get(key.encode(), default)
+
+    def keys(self) -> list[str]:
+        return [k.decode() if isinstance(k, bytes) else k for k in self.table.keys()]
+
+
+def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]) -> faust.App:
+    app = _app(settings)
+    stage = _Stage(app, settings, ruleset, sinks)
+
+    @app.on_partitions_revoked.connect
+    async def _revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        stage.forget()
+
+    @app.on_partitions_assigned.connect
+    async def _assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
+        stage.forget()
+
+    @app.agent(stage.node_topic, name="node-correlator")
+    async def node_correlator(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            message = event.message
+            part = stage.node_part(message.partition)
+            if not part.fresh(message.offset):
+                continue
+            try:
+                reports = part.handle(wire.decode(message.value), int(message.timestamp * 1000), message.offset)
+            except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+                await stage.dead_letter(message, exc)
+                continue
+            for report in reports:
+                log.debug("node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups))
+                await stage.send(stage.workload_topic, report.workload_id, wire.evidence(report))
+            part.persist()  # after the outputs: a crash in between replays the record, never loses it
+
+    @app.agent(stage.workload_topic, name="workload-correlator")
+    async def workload_correlator(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            message = event.message
+            part = stage.workload_part(message.partition)
+            if not part.fresh(message.offset):
+                continue
+            try:
+                placements, verdicts = part.handle(wire.decode(message.value), int(message.timestamp * 1000),
+                                                   message.offset)
+            except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+                await stage.dead_letter(message, exc)
+                continue
+            for placement in placements:
+                await stage.send(stage.node_topic, placement.node, wire.place(placement))
+            await stage.emit(verdicts)
+            part.persist()  # after the outputs: a crash in between replays the record, never loses it
+
+    @app.timer(interval=settings.tick_interval_s)
+    async def tick() -> None:
+        for topic in (stage.node_topic, stage.workload_topic):
+            for partition in range(settings.partitions):
+                await topic.send(key=b"__tick__", value=wire.encode(wire.tick()), partition=partition,
+                                 force=True)
+
+    return app

@@ -1,0 +1,164 @@
+"""The extractor stage: the hot path that sees every log line (docs/architecture.md).
+
+A plain aiokafka consumer-group worker, no per-event framework cost: fetch a batch from the
+ingest topics, normalize it, scan it with one Hyperscan call, collapse what matched, produce the
+results keyed by node or workload, wait for the broker's acknowledgements, and only then commit
+the batch's offsets (at-least-once: nothing is lost; a replay after a crash only repeats).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import ConsumerRecord
+
+from correlator.batching import BatchContribution, collapse_batch
+from extractors.loader import Ruleset
+from extractors.matchers import HyperscanMatcher
+from streams import wire
+from streams.normalize import normalize_record
+from streams.records import DeadLetter, JobEvent, LogLine
+from streams.settings import Settings
+from streams.topics import Topics, partition_for
+
+__all__ = ["ExtractorStats", "ExtractorWorker"]
+
+log = logging.getLogger("faultstream.extractor")
+
+
+@dataclass
+class ExtractorStats:
+    batches: int = 0
+    records: int = 0
+    lines: int = 0
+    symptoms: int = 0
+    dead_letters: int = 0
+    seconds_busy: float = 0.0
+    dead_reasons: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Outputs:
+    node: list[tuple[str, dict]] = field(default_factory=list)
+    workload: list[tuple[str, dict]] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+
+
+class ExtractorWorker:
+    def __init__(self, settings: Settings, ruleset: Ruleset, group_id: str | None = None) -> None:
+        self.settings = settings
+        self.topics = Topics.from_settings(settings)
+        self.matcher = HyperscanMatcher(ruleset)
+        self.group_id = group_id or f"{settings.namespace}faultstream-extractor"
+        self.stats = ExtractorStats()
+        self.watermark_ms = 0
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        options = self.settings.aiokafka_options()
+        consumer = AIOKafkaConsumer(*self.topics.ingest, group_id=self.group_id, enable_auto_commit=False,
+                                    auto_offset_reset="earliest", max_partition_fetch_bytes=8 << 20,
+                                    fetch_max_bytes=64 << 20, **options)
+        producer = AIOKafkaProducer(acks="all", linger_ms=5, max_batch_size=1 << 20,
+                                    compression_type=None, **options)
+        await producer.start()
+        await consumer.start()
+        try:
+            await self._loop(consumer, producer)
+        finally:
+            await consumer.stop()
+            await producer.stop()
+
+    async def _loop(self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer) -> None:
+        while not self._stopping.is_set():
+            fetched = await consumer.getmany(timeout_ms=self.settings.batch_timeout_ms,
+                                             max_records=self.settings.batch_max_records)
+            records = [r for batch in fetched.values() for r in batch]
+            if not records:
+                continue
+            started = time.perf_counter()
+            outputs = self.process(records)
+            await self._produce(producer, outputs)
+            await consumer.commit()
+            self.stats.batches += 1
+            self.stats.seconds_busy += time.perf_counter() - started
+
+    def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
+        """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
+        lines: list[LogLine] = []
+        events: list[JobEvent] = []
+        out = _Outputs()
+        for record in records:
+            normalized = normalize_record(record.topic, record.value, _key(record.key), record.timestamp,
+                                          f"{record.topic}:{record.partition}:{record.offset}",
+                                          self.topics.ingest)
+            lines += normalized.lines
+            events += normalized.events
+            out.dead += normalized.dead
+        symptoms = self.matcher.extract_batch(lines)
+        self._route(collapse_batch(lines, symptoms), events, out)
+        self._count(records, lines, symptoms, out)
+        return out
+
+    def _route(self, batch: BatchContribution, events: list[JobEvent], out: _Outputs) -> None:
+        for event in events:
+            if event.workload_id:
+                out.workload.append((event.workload_id, wire.job(event)))
+                self.watermark_ms = max(self.watermark_ms, event.time_ms)
+        for group in batch.node_groups:
+            out.node.append((group.node or "", wire.group(group)))
+        for group in batch.direct_groups:
+            out.workload.append((group.first.workload_id or "", wire.group(group)))
+        for (node, slot_ms), (count, max_ms) in batch.node_lines.items():
+            out.node.append((node, wire.lines(count, max_ms, node=node, slot_ms=slot_ms)))
+            self.watermark_ms = max(self.watermark_ms, max_ms)
+        for workload_id, count in batch.workload_lines.items():
+            out.workload.append((workload_id, wire.lines(count, self.watermark_ms, workload_id=workload_id)))
+        for symptom in batch.unplaced:
+            out.dead.append(DeadLetter("symptom with neither a node nor a workload", symptom.source,
+                                       symptom.origin, symptom.to_dict()))
+
+    def _count(self, records: Sequence[ConsumerRecord], lines: list[LogLine], symptoms: list, out: _Outputs) -> None:
+        self.stats.records += len(records)
+        self.stats.lines += len(lines)
+        self.stats.symptoms += len(symptoms)
+        self.stats.dead_letters += len(out.dead)
+        for dead in out.dead:
+            self.stats.dead_reasons[dead.reason] = self.stats.dead_reasons.get(dead.reason, 0) + 1
+
+    async def _produce(self, producer: AIOKafkaProducer, out: _Outputs) -> None:
+        parts = self.topics.partitions
+        futures = []
+        for topic, keyed in ((self.topics.node_events, out.node), (self.topics.workload_events, out.workload)):
+            for key, record in keyed:
+                futures.append(await producer.send(topic, wire.encode(record), key=key.encode(),
+                                                   partition=partition_for(key, parts)))
+            mark = wire.encode(wire.watermark(self.watermark_ms))
+            for partition in range(parts):  # every partition learns how far event time has come
+                futures.append(await producer.send(topic, mark, key=b"__wm__", partition=partition))
+        for dead in out.dead:
+            futures.append(await producer.send(self.topics.deadletter, _dead_value(dead),
+                                               key=dead.origin.encode()))
+        if futures:
+            await asyncio.gather(*futures)  # the broker has them all: now the offsets may be committed
+
+
+def _key(raw: bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if raw is not None else None
+
+
+def _dead_value(dead: DeadLetter) -> bytes:
+    value: Any = dead.value
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return wire.encode({"reason": dead.reason, "topic": dead.topic, "origin": dead.origin,
+                        "value": value, "stage": "extractor"})

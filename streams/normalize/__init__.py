@@ -1,0 +1,135 @@
+"""Ingest normalizers: one topic record in, LogLines / JobEvents / DeadLetters out.
+
+Pure functions, no Kafka and no I/O. ``normalize_record`` never raises: a record that cannot be
+used becomes a DeadLetter with the reason, so nothing disappears silently. The input contract
+is docs/formats.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from streams.normalize.canonical import is_canonical, normalize_canonical
+from streams.normalize.errors import RecordError
+from streams.normalize.hostlist import expand_hostlist
+from streams.normalize.k8s_events import is_k8s_event, normalize_k8s_event
+from streams.normalize.log_record import normalize_log_record
+from streams.normalize.slurm_jobcomp import is_jobcomp, normalize_jobcomp
+from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
+
+__all__ = ["Normalized", "RecordError", "expand_hostlist", "normalize_record"]
+
+SCHEDULER_SOURCE = "scheduler"
+#: A ``logs.*`` topic missing from the topic map carries syslog lines.
+FALLBACK_LOG_SOURCE = "syslog"
+UNRECOGNISED_SCHEDULER = (
+    "unrecognised scheduler record (expected Slurm jobcomp, Kubernetes Event or canonical form)"
+)
+
+
+@dataclass(slots=True)
+class Normalized:
+    lines: list[LogLine] = field(default_factory=list)
+    events: list[JobEvent] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+
+
+def normalize_record(
+    topic: str,
+    value: object,
+    key: str | None,
+    timestamp_ms: int | None,
+    origin: str,
+    topics: Mapping[str, str] = DEFAULT_TOPICS,
+) -> Normalized:
+    """Normalize one record. ``value`` is a decoded JSON object, a raw line, or bytes of either."""
+    try:
+        return _normalize(topic, value, key, timestamp_ms, origin, topics)
+    except RecordError as error:
+        return _dead(str(error), topic, origin, value)
+    except Exception as error:  # a bug must cost one record, never the stream
+        return _dead(f"internal error: {type(error).__name__}: {error}", topic, origin, value)
+
+
+def _normalize(
+    topic: str,
+    value: object,
+    key: str | None,
+    timestamp_ms: int | None,
+    origin: str,
+    topics: Mapping[str, str],
+) -> Normalized:
+    source = topics.get(topic)
+    if source is None:
+        if not topic.startswith("logs."):
+            raise RecordError(f"unknown topic {topic!r}")
+        source = FALLBACK_LOG_SOURCE
+    value = _decode(value)
+    kafka_ms = _kafka_ms(timestamp_ms)
+    if source == SCHEDULER_SOURCE:
+        events, lines = _scheduler(value, kafka_ms, origin)
+        return Normalized(lines, events, [])
+    return Normalized(normalize_log_record(value, source, _key(key), kafka_ms, origin), [], [])
+
+
+def _scheduler(
+    value: dict[str, Any] | str, kafka_ms: int | None, origin: str
+) -> tuple[list[JobEvent], list[LogLine]]:
+    if not isinstance(value, dict):
+        raise RecordError(UNRECOGNISED_SCHEDULER)
+    if is_jobcomp(value):
+        return normalize_jobcomp(value, kafka_ms, origin)
+    if is_k8s_event(value):
+        return normalize_k8s_event(value, kafka_ms, origin)
+    if is_canonical(value):
+        return normalize_canonical(value, kafka_ms, origin)
+    raise RecordError(UNRECOGNISED_SCHEDULER)
+
+
+def _decode(value: object) -> dict[str, Any] | str:
+    if isinstance(value, (dict, str)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _decode_bytes(bytes(value))
+    if value is None:
+        raise RecordError("empty record value (a tombstone?)")
+    raise RecordError(f"expected a JSON object or a string, got a {type(value).__name__}")
+
+
+def _decode_bytes(raw: bytes) -> dict[str, Any] | str:
+    """JSON when the bytes hold JSON, else a raw line ("[12.5] msg" is dmesg, not a list)."""
+    first = raw.lstrip()[:1]
+    if first != b"{" and first != b"[":
+        return raw.decode("utf-8", errors="replace")
+    try:
+        decoded = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        if first == b"[":
+            return raw.decode("utf-8", errors="replace")
+        raise RecordError(f"record value looks like a JSON object but does not parse: {error}") from None
+    if not isinstance(decoded, dict):
+        raise RecordError(f"expected a JSON object or a string, got a {type(decoded).__name__}")
+    return decoded
+
+
+def _kafka_ms(timestamp_ms: int | None) -> int | None:
+    """Kafka reports "no timestamp" as -1."""
+    if isinstance(timestamp_ms, int) and not isinstance(timestamp_ms, bool) and timestamp_ms >= 0:
+        return timestamp_ms
+    return None
+
+
+def _key(key: object) -> str | None:
+    if isinstance(key, bytes):
+        key = key.decode("utf-8", errors="replace")
+    return key if isinstance(key, str) and key else None
+
+
+def _dead(reason: str, topic: str, origin: str, value: object) -> Normalized:
+    if isinstance(value, bytes | bytearray | memoryview):
+        value = bytes(value).decode("utf-8", errors="replace")
+    return Normalized([], [], [DeadLetter(reason, topic, origin, value)])

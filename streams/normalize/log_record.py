@@ -1,0 +1,100 @@
+"""Log records (JSON objects from Fluent Bit or Vector, or raw line strings) to LogLines.
+
+Precedence, the same for both shapes:
+
+* text: the original line as shipped, trailing newline stripped; rsyslog's ``#012`` and real
+  newlines split it into one LogLine per non-empty line (they share host, time and workload);
+* time: the line's own wall-clock header → the record's time field → the Kafka timestamp;
+* host: the line's own header → the record's host field → the Kafka key. A record with none is
+  dead, unless its fields name a workload (it still belongs to that job).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.normalize.applog import workload_and_rank
+from streams.normalize.errors import RecordError
+from streams.normalize.shippers import record_host, record_text, record_time_ms
+from streams.normalize.syslog_line import parse_line_header
+from streams.records import LogLine
+
+__all__ = ["normalize_log_record", "split_lines"]
+
+NO_HOST = "log record without a host: no host/hostname/_HOSTNAME field, no record key"
+NO_HOST_IN_LINE = "log line without a host: no host in the line header, no record key"
+NO_TIME = "no event time: no time in the line, no record time field, no Kafka timestamp"
+
+
+def normalize_log_record(
+    value: dict[str, Any] | str, source: str, key: str | None, kafka_ms: int | None, origin: str
+) -> list[LogLine]:
+    if isinstance(value, str):
+        return _string_lines(value, source, key, kafka_ms, origin)
+    return _json_lines(value, source, key, kafka_ms, origin)
+
+
+def _json_lines(
+    record: dict[str, Any], source: str, key: str | None, kafka_ms: int | None, origin: str
+) -> list[LogLine]:
+    texts = split_lines(record_text(record))
+    field_ms = record_time_ms(record)
+    own_ms, own_host = parse_line_header(texts[0], field_ms if field_ms is not None else kafka_ms)
+    workload, rank = workload_and_rank(record)
+    host = own_host or record_host(record) or key
+    if host is None and workload is None:
+        raise RecordError(NO_HOST)
+    time_ms = _first_time(own_ms, field_ms, kafka_ms)
+    return _build(texts, host, time_ms, source, origin, workload, rank)
+
+
+def _string_lines(text: str, source: str, key: str | None, kafka_ms: int | None, origin: str) -> list[LogLine]:
+    texts = split_lines(text)
+    own_ms, own_host = parse_line_header(texts[0], kafka_ms)
+    host = own_host or key
+    if host is None:
+        raise RecordError(NO_HOST_IN_LINE)
+    return _build(texts, host, _first_time(own_ms, None, kafka_ms), source, origin, None, None)
+
+
+def _first_time(own_ms: int | None, field_ms: int | None, kafka_ms: int | None) -> int:
+    if own_ms is not None:
+        return own_ms
+    if field_ms is not None:
+        return field_ms
+    if kafka_ms is not None:
+        return kafka_ms
+    raise RecordError(NO_TIME)
+
+
+def split_lines(text: str) -> list[str]:
+    """The non-empty lines of ``text`` (``#012`` is rsyslog's escape for an embedded newline)."""
+    if "#012" in text:
+        text = text.replace("#012", "\n")
+    if "\n" not in text:
+        text = text.rstrip("\r")
+        if not text or text.isspace():
+            raise RecordError("empty log line")
+        return [text]
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    lines = [line for line in lines if line and not line.isspace()]
+    if not lines:
+        raise RecordError("empty log line")
+    return lines
+
+
+def _build(
+    texts: list[str],
+    host: str | None,
+    time_ms: int,
+    source: str,
+    origin: str,
+    workload: str | None,
+    rank: int | None,
+) -> list[LogLine]:
+    if len(texts) == 1:
+        return [LogLine(texts[0], host, time_ms, source, origin, workload, rank)]
+    return [
+        LogLine(text, host, time_ms, source, f"{origin}#{index}", workload, rank)
+        for index, text in enumerate(texts)
+    ]

@@ -1,0 +1,122 @@
+"""Per-partition correlator state over a key-value table (a faust Table, or a dict in tests).
+
+Values are stored as orjson bytes of each object's ``to_dict()``; objects are decoded once and
+cached, and only the keys a batch touched are written back, so the changelog carries what
+changed. Keys of other partitions held by the same worker are invisible to this view: every
+write therefore lands in this partition's changelog, as faust requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from streams.topics import partition_for
+
+__all__ = ["PartitionClock", "PartitionView"]
+
+T = TypeVar("T")
+HISTORY_STEP_MS = 1_000
+META = "__"  # keys starting with this are bookkeeping, not node or workload state
+
+
+class PartitionView(MutableMapping[str, T], Generic[T]):
+    def __init__(self, table: MutableMapping[Any, Any], partition: int, partitions: int,
+                 decode: Callable[[dict], T]) -> None:
+        self.table = table
+        self.partition = partition
+        self.partitions = partitions
+        self.decode = decode
+        self.cache: dict[str, T] = {}
+
+    def _mine(self, key: Any) -> bool:
+        return isinstance(key, str) and not key.startswith(META) \
+            and partition_for(key, self.partitions) == self.partition
+
+    def __getitem__(self, key: str) -> T:
+        if key not in self.cache:
+            raw = self.table[key]
+            self.cache[key] = self.decode(orjson.loads(raw))
+        return self.cache[key]
+
+    def __setitem__(self, key: str, value: T) -> None:
+        self.cache[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        self.cache.pop(key, None)
+        if key in self.table:
+            del self.table[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.cache or key in self.table
+
+    def __iter__(self) -> Iterator[str]:
+        seen = set(self.cache)
+        yield from list(self.cache)
+        yield from [k for k in list(self.table.keys()) if k not in seen and self._mine(k)]
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+    def persist(self, keys: set[str]) -> None:
+        """Write the touched keys back to the table (deleted ones are already gone)."""
+        for key in keys:
+            value = self.cache.get(key)
+            if value is not None:
+                self.table[key] = orjson.dumps(value.to_dict())  # type: ignore[attr-defined]
+
+
+@dataclass
+class PartitionClock:
+    """Event time of one partition, moved on by wall-clock time while the partition is idle.
+
+    ``event_ms`` is the latest event time seen; ``wall_ms`` the record (producer) time at which it
+    last moved. A tick at wall time W makes the effective watermark ``event_ms + (W - wall_ms)``:
+    a quiet cluster still reaches a job's end plus grace, about ``grace`` seconds after its last
+    line. Record times come from the records, so replaying a partition replays the same clock.
+    """
+
+    event_ms: int = 0
+    wall_ms: int = 0
+    effective_ms: int = 0
+    offset: int = -1  # the last input offset applied (replays after a crash are skipped)
+    history: list[list[int]] = field(default_factory=list)  # [wall_ms, effective_ms], oldest first
+
+    def observe(self, event_ms: int, wall_ms: int) -> None:
+        if event_ms > self.event_ms:
+            self.event_ms, self.wall_ms = event_ms, wall_ms
+
+    def effective(self, wall_ms: int) -> int:
+        idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0
+        self.effective_ms = max(self.effective_ms, self.event_ms + idle)
+        if not self.history or wall_ms - self.history[-1][0] >= HISTORY_STEP_MS:
+            self.history.append([wall_ms, self.effective_ms])
+        return self.effective_ms
+
+    def lagged(self, wall_ms: int, delay_ms: int) -> int:
+        """The effective watermark as it stood ``delay_ms`` of wall time ago.
+
+        State is expired by this lagged watermark, not the current one: when event time jumps
+        (a replay, a burst of late records), the job-end placements that travel a longer path
+        through the pipeline still find the node's evidence waiting for them.
+        """
+        old = [eff for wall, eff in self.history if wall <= wall_ms - delay_ms]
+        self.history = [h for h in self.history if h[0] > wall_ms - 2 * delay_ms] or self.history[-1:]
+        return old[-1] if old else 0
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def load(cls, table: MutableMapping[Any, Any], key: str) -> PartitionClock:
+        raw = table.get(key)
+        return cls(**orjson.loads(raw)) if raw else cls()
+
+    def save(self, table: MutableMapping[Any, Any], key: str) -> None:
+        table[key] = orjson.dumps(self.to_dict())

@@ -1,0 +1,118 @@
+"""Runtime settings: environment variables (``FAULTSTREAM_*``, ``KAFKA_BOOTSTRAP_SERVERS``,
+``REDIS_URL``) over an optional YAML config file (``FAULTSTREAM_CONFIG`` or ``--config``).
+
+Built once at start-up and passed down; nothing deeper reads ``os.environ``. docs/operations.md
+lists every setting.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from correlator.settings import CorrelatorSettings
+
+__all__ = ["Settings", "load_settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="FAULTSTREAM_", frozen=True, extra="forbid")
+
+    kafka_bootstrap_servers: str = Field(
+        "127.0.0.1:9092", validation_alias=AliasChoices("KAFKA_BOOTSTRAP_SERVERS", "FAULTSTREAM_KAFKA_BOOTSTRAP_SERVERS",
+                                                        "kafka_bootstrap_servers"))
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: str = "PLAIN"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: str | None = None
+    kafka_ssl_certfile: str | None = None
+    kafka_ssl_keyfile: str | None = None
+
+    redis_url: str = Field("redis://127.0.0.1:6379/0",
+                           validation_alias=AliasChoices("REDIS_URL", "FAULTSTREAM_REDIS_URL", "redis_url"))
+    redis_prefix: str = "faultstream:"
+
+    #: Prefix of every topic, consumer group and faust app id (isolates tests and tenants).
+    namespace: str = ""
+    topic_syslog: str = "logs.syslog"
+    topic_dmesg: str = "logs.dmesg"
+    topic_applog: str = "logs.applog"
+    topic_scheduler: str = "events.scheduler"
+    partitions: int = 4
+
+    rules_dir: Path | None = None
+    grace_s: float = 30.0
+    tail_s: float = 30.0
+    lookback_s: float = 300.0
+    #: Extractor: records per fetch and the longest wait for a batch to fill.
+    batch_max_records: int = 5000
+    batch_timeout_ms: int = 200
+    #: Correlator: how often it ticks (advances idle partitions by wall-clock time).
+    tick_interval_s: float = 0.5
+    #: Kafka consumer-group session timeout of the correlator: how soon a crashed worker's
+    #: partitions move to the others.
+    session_timeout_s: float = 30.0
+
+    def topic(self, name: str) -> str:
+        return f"{self.namespace}{name}"
+
+    def ingest_topics(self) -> dict[str, str]:
+        """Full topic name → the source its lines carry."""
+        return {
+            self.topic(self.topic_syslog): "syslog",
+            self.topic(self.topic_dmesg): "dmesg",
+            self.topic(self.topic_applog): "applog",
+            self.topic(self.topic_scheduler): "scheduler",
+        }
+
+    def correlator_settings(self) -> CorrelatorSettings:
+        return CorrelatorSettings(lookback_s=self.lookback_s, tail_s=self.tail_s, grace_s=self.grace_s)
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        if "SSL" not in self.kafka_security_protocol:
+            return None
+        context = ssl.create_default_context(cafile=self.kafka_ssl_cafile)
+        if self.kafka_ssl_certfile:
+            context.load_cert_chain(self.kafka_ssl_certfile, self.kafka_ssl_keyfile)
+        return context
+
+    def aiokafka_options(self) -> dict[str, Any]:
+        """Connection and security options for aiokafka clients."""
+        options: dict[str, Any] = {"bootstrap_servers": self.kafka_bootstrap_servers,
+                                   "security_protocol": self.kafka_security_protocol}
+        if self.kafka_security_protocol.startswith("SASL"):
+            options.update(sasl_mechanism=self.kafka_sasl_mechanism,
+                           sasl_plain_username=self.kafka_sasl_username,
+                           sasl_plain_password=self.kafka_sasl_password.get_secret_value()
+                           if self.kafka_sasl_password else None)
+        if self.ssl_context() is not None:
+            options["ssl_context"] = self.ssl_context()
+        return options
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Environment over the config file over defaults; ``overrides`` (from the CLI) over all."""
+    path = config or (Path(os.environ["FAULTSTREAM_CONFIG"]) if os.environ.get("FAULTSTREAM_CONFIG") else None)
+    file_values: dict[str, Any] = {}
+    if path is not None:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            msg = f"{path}: a config file holds one mapping of setting: value"
+            raise ValueError(msg)
+        file_values = loaded
+    env_set = {name for name in Settings.model_fields if _from_env(name)}
+    merged = {k: v for k, v in file_values.items() if k not in env_set}
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**merged)
+
+
+def _from_env(name: str) -> bool:
+    aliases = {"kafka_bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS", "redis_url": "REDIS_URL"}
+    return f"FAULTSTREAM_{name.upper()}" in os.environ or aliases.get(name, "") in os.environ

@@ -1,0 +1,60 @@
+"""Records on the internal topics: a small JSON envelope ``{"t": kind, ...}`` encoded with orjson.
+
+node-events (key = node)          workload-events (key = workload id)
+  group  collapsed symptoms         job       a scheduler JobEvent
+  lines  line count per minute      group     symptoms whose lines name the workload
+  place  a run placed on the node   lines     lines that name the workload
+  wm     an extractor's event time  evidence  a node's report for a run
+  tick   a correlator's wall clock  wm, tick  as on node-events
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from correlator.evidence import EvidenceGroup
+from correlator.node_side import NodeEvidence
+from correlator.workload_side import RunPlacement
+from streams.records import JobEvent
+
+__all__ = ["decode", "encode", "evidence", "group", "job", "lines", "place", "tick", "watermark"]
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    return orjson.dumps(record)
+
+
+def decode(raw: bytes) -> dict[str, Any]:
+    return orjson.loads(raw)
+
+
+def group(g: EvidenceGroup) -> dict[str, Any]:
+    return {"t": "group", "g": g.to_dict()}
+
+
+def lines(count: int, max_ms: int, *, node: str | None = None, slot_ms: int | None = None,
+          workload_id: str | None = None) -> dict[str, Any]:
+    return {"t": "lines", "node": node, "slot_ms": slot_ms, "workload_id": workload_id,
+            "count": count, "max_ms": max_ms}
+
+
+def place(p: RunPlacement) -> dict[str, Any]:
+    return {"t": "place", **p.to_dict()}
+
+
+def job(event: JobEvent) -> dict[str, Any]:
+    return {"t": "job", "e": event.to_dict()}
+
+
+def evidence(e: NodeEvidence) -> dict[str, Any]:
+    return {"t": "evidence", "e": e.to_dict()}
+
+
+def watermark(time_ms: int) -> dict[str, Any]:
+    return {"t": "wm", "time_ms": time_ms}
+
+
+def tick() -> dict[str, Any]:
+    return {"t": "tick"}
