@@ -23,7 +23,7 @@ from correlator.verdict_build import build_verdict
 from correlator.workload import WorkloadRun
 from extractors.loader import Ruleset
 
-__all__ = ["STRONG_PRIORITY", "Decision", "decide"]
+__all__ = ["STRONG_PRIORITY", "Decision", "blamed_nodes", "decide"]
 
 #: Causes at or above this priority outweigh weaker ones (docs/rules.md, "Priority").
 STRONG_PRIORITY = 50
@@ -31,12 +31,30 @@ STRONG_PRIORITY = 50
 ROOT_TIE_MS = 2_000
 
 TERMINAL = {
-    "COMPLETED": "success", "FAILED": "fail", "NODE_FAIL": "fail", "OUT_OF_MEMORY": "fail",
-    "BOOT_FAIL": "fail", "TIMEOUT": "timeout", "DEADLINE": "timeout", "CANCELLED": "cancel",
+    "COMPLETED": "success",
+    "FAILED": "fail",
+    "NODE_FAIL": "fail",
+    "OUT_OF_MEMORY": "fail",
+    "BOOT_FAIL": "fail",
+    "TIMEOUT": "timeout",
+    "DEADLINE": "timeout",
+    "CANCELLED": "cancel",
     "PREEMPTED": "cancel",
 }
 #: Domains whose causes make a node responsible (a user's error does not make a node bad).
 NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
+#: Symptoms that the logging node reports about something else: a dead peer (transport) or a
+#: shared file system (storage). They never make the node that logged them responsible.
+NOT_THE_NODE_TAGS = frozenset({"transport", "storage"})
+
+
+def blamed_nodes(items: list[Item]) -> set[str]:
+    """Nodes whose own parts or software the given causes implicate."""
+    return {
+        i.node
+        for i in items
+        if i.rule.domain in NODE_DOMAINS and i.node and not (NOT_THE_NODE_TAGS & set(i.rule.tags))
+    }
 
 
 @dataclass
@@ -54,8 +72,9 @@ class Decision:
     actor: str | None
 
 
-def decide(run: WorkloadRun, groups: list[EvidenceGroup], ruleset: Ruleset,
-           rules_by_id: dict, lines_seen: int) -> Verdict:
+def decide(
+    run: WorkloadRun, groups: list[EvidenceGroup], ruleset: Ruleset, rules_by_id: dict, lines_seen: int
+) -> Verdict:
     items = _items(run, groups, rules_by_id)
     apply_refiners(items, ruleset.refiners)
     terminal, actor = _terminal_state(run, items)
@@ -140,8 +159,7 @@ def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision
         base.sub_domain, base.uncertainty = "ambiguous", "competing_domains"
         return base
     base.sub_domain = domains[0]
-    nodes = {i.node for i in considered if i.rule.domain in NODE_DOMAINS and i.node}
-    if len(nodes) > 1:
+    if len(blamed_nodes(considered)) > 1:
         base.uncertainty = "multiple_nodes"
     elif weak:
         base.uncertainty = "weak_evidence"
@@ -182,7 +200,7 @@ def _cancel_domain(run: WorkloadRun, actor: str | None) -> str:
     if actor.startswith("scheduler"):
         return "infrastructure"
     user = run.info.get("user")
-    uid = (run.end.extra.get("user_id") if run.end else None)
+    uid = run.end.extra.get("user_id") if run.end else None
     if actor in (user, f"uid {uid}") or actor == "user":
         return "user"
     return "infrastructure"

@@ -35,8 +35,12 @@ class EngineStats:
 
 
 class AttributionEngine:
-    def __init__(self, ruleset: Ruleset, settings: CorrelatorSettings | None = None,
-                 matcher: HyperscanMatcher | None = None) -> None:
+    def __init__(
+        self,
+        ruleset: Ruleset,
+        settings: CorrelatorSettings | None = None,
+        matcher: HyperscanMatcher | None = None,
+    ) -> None:
         self.settings = settings or CorrelatorSettings()
         self.matcher = matcher or HyperscanMatcher(ruleset)
         self.nodes = NodeCorrelator(self.settings)

@@ -59,8 +59,12 @@ class EvidenceGroup:
         return self.first.node
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first.to_dict(), "count": self.count,
-                "first_ms": self.first_ms, "last_ms": self.last_ms}
+        return {
+            "first": self.first.to_dict(),
+            "count": self.count,
+            "first_ms": self.first_ms,
+            "last_ms": self.last_ms,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvidenceGroup:

@@ -50,8 +50,13 @@ class NodeEvidence:
     end_ms: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"workload_id": self.workload_id, "node": self.node, "lines": self.lines,
-                "end_ms": self.end_ms, "groups": [g.to_dict() for g in self.groups]}
+        return {
+            "workload_id": self.workload_id,
+            "node": self.node,
+            "lines": self.lines,
+            "end_ms": self.end_ms,
+            "groups": [g.to_dict() for g in self.groups],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeEvidence:
@@ -65,8 +70,10 @@ class NodeState:
     runs: dict[str, NodeRun] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"window": self.window.to_dict(),
-                "runs": [[r.workload_id, r.start_ms, r.end_ms, r.reported_ms] for r in self.runs.values()]}
+        return {
+            "window": self.window.to_dict(),
+            "runs": [[r.workload_id, r.start_ms, r.end_ms, r.reported_ms] for r in self.runs.values()],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeState:
@@ -109,8 +116,13 @@ class NodeCorrelator:
         """The scheduler placed ``workload_id`` on ``node`` (start), or says it ended."""
         state = self.state(node)
         run = state.runs.get(workload_id)
-        requeued = run is not None and run.reported_ms is not None and start_ms is not None \
-            and run.end_ms is not None and start_ms > run.end_ms
+        requeued = (
+            run is not None
+            and run.reported_ms is not None
+            and start_ms is not None
+            and run.end_ms is not None
+            and start_ms > run.end_ms
+        )
         if run is None or requeued:
             state.runs[workload_id] = NodeRun(workload_id, start_ms, end_ms)
             return
@@ -124,8 +136,11 @@ class NodeCorrelator:
         out = []
         for node, state in self.states.items():
             for run in state.runs.values():
-                if run.reported_ms is None and run.end_ms is not None \
-                        and run.end_ms + self.settings.grace_ms <= watermark_ms:
+                if (
+                    run.reported_ms is None
+                    and run.end_ms is not None
+                    and run.end_ms + self.settings.grace_ms <= watermark_ms
+                ):
                     run.reported_ms = watermark_ms
                     self.touched.add(node)
                     out.append(self._evidence(node, state, run))

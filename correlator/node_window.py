@@ -54,9 +54,11 @@ class NodeWindow:
         return not self.groups and not self.line_slots
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node,
-                "groups": [g.to_dict() for g in self.groups.values()],
-                "line_slots": [[s, n] for s, n in self.line_slots.items()]}
+        return {
+            "node": self.node,
+            "groups": [g.to_dict() for g in self.groups.values()],
+            "line_slots": [[s, n] for s, n in self.line_slots.items()],
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NodeWindow:

@@ -44,8 +44,7 @@ def selects(selector: Selector, item: Item) -> bool:
         not selector.rules or rule.id in selector.rules,
         not selector.tags or bool(set(selector.tags) & set(rule.tags)),
         not (set(selector.exclude_tags) & set(rule.tags)),
-        not selector.catalog_prefixes
-        or (rule.catalog_id or "").startswith(tuple(selector.catalog_prefixes)),
+        not selector.catalog_prefixes or (rule.catalog_id or "").startswith(tuple(selector.catalog_prefixes)),
         not selector.domains or rule.domain in selector.domains,
         role in selector.roles,
         not selector.sources or item.group.first.source in selector.sources,

@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["build_verdict"]
 
 DOMAIN_LABELS = {
-    "hardware": "Hardware", "system_software": "System Software", "infrastructure": "Infrastructure",
-    "user": "User", "ambiguous": "Ambiguous", "unattributed": "Unattributed",
+    "hardware": "Hardware",
+    "system_software": "System Software",
+    "infrastructure": "Infrastructure",
+    "user": "User",
+    "ambiguous": "Ambiguous",
+    "unattributed": "Unattributed",
 }
 TERMINAL_LABELS = {"fail": "Fail", "cancel": "Cancel", "timeout": "Timeout", "success": "Success"}
-NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
-#: Symptoms that the logging node reports about something else: a dead peer (transport) or a
-#: shared file system (storage). They never make the node that logged them responsible.
-NOT_THE_NODE_TAGS = frozenset({"transport", "storage"})
 
 
 def build_verdict(decision: Decision, ruleset_version: str, lines_seen: int) -> Verdict:
@@ -76,17 +76,26 @@ def _chain(decision: Decision) -> list[ChainElement]:
     for item in decision.items:
         role = _chain_role(item, decision)
         key = (item.rule.symptom, item.rule.id, role)
-        entry = merged.setdefault(key, {"nodes": set(), "first": item.first_ms, "last": item.group.last_ms,
-                                        "count": 0, "item": item})
+        entry = merged.setdefault(
+            key, {"nodes": set(), "first": item.first_ms, "last": item.group.last_ms, "count": 0, "item": item}
+        )
         entry["nodes"].add(item.node or "")
         entry["first"] = min(entry["first"], item.first_ms)
         entry["last"] = max(entry["last"], item.group.last_ms)
         entry["count"] += item.group.count
     ordered = sorted(merged.items(), key=lambda kv: (kv[1]["first"], kv[0]))
     return [
-        ChainElement(symptom=symptom, rule_id=rule_id, domain=e["item"].rule.domain, role=role,
-                     nodes=sorted(n for n in e["nodes"] if n), first=iso(e["first"]), last=iso(e["last"]),
-                     count=e["count"], explained_by=e["item"].explained_by)
+        ChainElement(
+            symptom=symptom,
+            rule_id=rule_id,
+            domain=e["item"].rule.domain,
+            role=role,
+            nodes=sorted(n for n in e["nodes"] if n),
+            first=iso(e["first"]),
+            last=iso(e["last"]),
+            count=e["count"],
+            explained_by=e["item"].explained_by,
+        )
         for (symptom, rule_id, role), e in ordered
     ]
 
@@ -94,25 +103,39 @@ def _chain(decision: Decision) -> list[ChainElement]:
 def _responsible_nodes(decision: Decision) -> list[str]:
     if decision.sub_domain in (None, "user", "unattributed"):
         return []
-    nodes = {
-        i.node for i in decision.considered
-        if i.rule.domain in NODE_DOMAINS and i.node and not (NOT_THE_NODE_TAGS & set(i.rule.tags))
-    }
-    return sorted(nodes)
+    from correlator.decide import blamed_nodes
+
+    return sorted(blamed_nodes(decision.considered))
 
 
 def _root_symptom(item: Item) -> RootSymptom:
     first = item.group.first
-    return RootSymptom(symptom=first.symptom, rule_id=first.rule_id, catalog_id=first.catalog_id,
-                       domain=first.domain, node=first.node, time=iso(first.time_ms), time_ms=first.time_ms,
-                       source=first.source, origin=first.origin, line=first.line, captures=first.captures)
+    return RootSymptom(
+        symptom=first.symptom,
+        rule_id=first.rule_id,
+        catalog_id=first.catalog_id,
+        domain=first.domain,
+        node=first.node,
+        time=iso(first.time_ms),
+        time_ms=first.time_ms,
+        source=first.source,
+        origin=first.origin,
+        line=first.line,
+        captures=first.captures,
+    )
 
 
 def _observation(item: Item) -> ObservationSource:
     first = item.group.first
     observation, _, pos = first.origin.partition("#")
-    return ObservationSource(observation_id=observation, source=first.source, pos=int(pos or 0),
-                             line=first.line, rule=first.rule_id, time=iso(first.time_ms))
+    return ObservationSource(
+        observation_id=observation,
+        source=first.source,
+        pos=int(pos or 0),
+        line=first.line,
+        rule=first.rule_id,
+        time=iso(first.time_ms),
+    )
 
 
 def _outcome(decision: Decision) -> str:
@@ -125,8 +148,11 @@ def _outcome(decision: Decision) -> str:
 def _compat_block(decision: Decision, detail: str) -> AttributionBlock:
     root = decision.root
     return AttributionBlock(
-        root_symptom=RootSymptomCompat(symptom=root.rule.symptom, source=_observation(root),
-                                       catalog_id=root.rule.catalog_id) if root else None,
+        root_symptom=RootSymptomCompat(
+            symptom=root.rule.symptom, source=_observation(root), catalog_id=root.rule.catalog_id
+        )
+        if root
+        else None,
         attribution_outcome=_outcome(decision),
         detail=detail,
         terminal_states=[TERMINAL_LABELS[decision.terminal_state]],
@@ -144,16 +170,24 @@ def _node_sources(decision: Decision, responsible: list[str]) -> dict[str, list[
             continue
         status = "bad" if item.node in responsible else "interesting"
         out.setdefault(item.rule.symptom, []).append(
-            NodeSource(node=item.node, status=status, source=_observation(item)))
+            NodeSource(node=item.node, status=status, source=_observation(item))
+        )
     return out
 
 
 def _job_facts(decision: Decision) -> JobFacts:
     run, end = decision.run, decision.run.end
-    return JobFacts(scheduler=run.info.get("scheduler"), state=end.state if end else None,
-                    start=iso(run.start_ms), end=iso(end.time_ms) if end else None, nodes=sorted(run.nodes),
-                    user=run.info.get("user"), name=run.info.get("name"),
-                    exit_code=end.exit_code if end else None, signal=end.signal if end else None)
+    return JobFacts(
+        scheduler=run.info.get("scheduler"),
+        state=end.state if end else None,
+        start=iso(run.start_ms),
+        end=iso(end.time_ms) if end else None,
+        nodes=sorted(run.nodes),
+        user=run.info.get("user"),
+        name=run.info.get("name"),
+        exit_code=end.exit_code if end else None,
+        signal=end.signal if end else None,
+    )
 
 
 def _detail(decision: Decision, responsible: list[str]) -> str:

@@ -37,9 +37,9 @@ class WorkloadRun:
     def apply(self, event: JobEvent) -> None:
         self.nodes.update(event.nodes)
         start = event.start_ms if event.kind == "job_end" else event.time_ms
-        if event.kind in ("job_start", "node_assign") or event.start_ms is not None:
-            if start is not None and (self.start_ms is None or start < self.start_ms):
-                self.start_ms = start
+        starts = event.kind in ("job_start", "node_assign") or event.start_ms is not None
+        if starts and start is not None and (self.start_ms is None or start < self.start_ms):
+            self.start_ms = start
         if event.kind == "job_end":
             self.end = event
         for name in ("user", "name", "partition", "scheduler"):
@@ -57,20 +57,31 @@ class WorkloadRun:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "workload_id": self.workload_id, "nodes": sorted(self.nodes), "start_ms": self.start_ms,
-            "end": self.end.to_dict() if self.end else None, "info": self.info,
-            "direct": [g.to_dict() for g in self.direct.values()], "direct_lines": self.direct_lines,
-            "revision": self.revision, "last_verdict_digest": self.last_verdict_digest,
+            "workload_id": self.workload_id,
+            "nodes": sorted(self.nodes),
+            "start_ms": self.start_ms,
+            "end": self.end.to_dict() if self.end else None,
+            "info": self.info,
+            "direct": [g.to_dict() for g in self.direct.values()],
+            "direct_lines": self.direct_lines,
+            "revision": self.revision,
+            "last_verdict_digest": self.last_verdict_digest,
             "finalized_at_ms": self.finalized_at_ms,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkloadRun:
-        run = cls(workload_id=data["workload_id"], nodes=set(data["nodes"]), start_ms=data["start_ms"],
-                  end=JobEvent.from_dict(data["end"]) if data["end"] else None, info=data["info"],
-                  direct_lines=data["direct_lines"], revision=data["revision"],
-                  last_verdict_digest=data["last_verdict_digest"],
-                  finalized_at_ms=data["finalized_at_ms"])
+        run = cls(
+            workload_id=data["workload_id"],
+            nodes=set(data["nodes"]),
+            start_ms=data["start_ms"],
+            end=JobEvent.from_dict(data["end"]) if data["end"] else None,
+            info=data["info"],
+            direct_lines=data["direct_lines"],
+            revision=data["revision"],
+            last_verdict_digest=data["last_verdict_digest"],
+            finalized_at_ms=data["finalized_at_ms"],
+        )
         for raw in data["direct"]:
             group = EvidenceGroup.from_dict(raw)
             run.direct[group_key(group.first)] = group

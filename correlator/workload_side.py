@@ -36,8 +36,12 @@ class RunPlacement:
     end_ms: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "workload_id": self.workload_id,
-                "start_ms": self.start_ms, "end_ms": self.end_ms}
+        return {
+            "node": self.node,
+            "workload_id": self.workload_id,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+        }
 
 
 @dataclass
@@ -50,19 +54,24 @@ class WorkloadState:
         return self.run.end is not None and self.run.nodes <= self.evidence.keys()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run.to_dict(), "evidence": [e.to_dict() for e in self.evidence.values()],
-                "end_seen_wall_ms": self.end_seen_wall_ms}
+        return {
+            "run": self.run.to_dict(),
+            "evidence": [e.to_dict() for e in self.evidence.values()],
+            "end_seen_wall_ms": self.end_seen_wall_ms,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkloadState:
         evidence = [NodeEvidence.from_dict(e) for e in data["evidence"]]
-        return cls(WorkloadRun.from_dict(data["run"]), {e.node: e for e in evidence},
-                   data.get("end_seen_wall_ms"))
+        return cls(
+            WorkloadRun.from_dict(data["run"]), {e.node: e for e in evidence}, data.get("end_seen_wall_ms")
+        )
 
 
 class WorkloadCorrelator:
-    def __init__(self, ruleset: Ruleset, settings: CorrelatorSettings,
-                 states: dict[str, WorkloadState] | None = None) -> None:
+    def __init__(
+        self, ruleset: Ruleset, settings: CorrelatorSettings, states: dict[str, WorkloadState] | None = None
+    ) -> None:
         self.ruleset = ruleset
         self.settings = settings
         self.rules_by_id = {r.id: r for r in ruleset.symptom_rules}
@@ -93,8 +102,13 @@ class WorkloadCorrelator:
     def _is_requeue(state: WorkloadState, event: JobEvent) -> bool:
         run = state.run
         start = event.start_ms if event.kind == "job_end" else event.time_ms
-        return (run.finalized_at_ms is not None and run.end_ms is not None and start is not None
-                and start > run.end_ms and event.kind in ("job_start", "job_end"))
+        return (
+            run.finalized_at_ms is not None
+            and run.end_ms is not None
+            and start is not None
+            and start > run.end_ms
+            and event.kind in ("job_start", "job_end")
+        )
 
     def on_direct_group(self, group: EvidenceGroup) -> list[Verdict]:
         """Symptoms whose lines name this workload themselves, wherever they were logged."""
@@ -121,8 +135,12 @@ class WorkloadCorrelator:
         out = []
         for state in list(self.states.values()):
             run = state.run
-            if run.finalized_at_ms is None and run.end is not None and not run.nodes \
-                    and run.end.time_ms + self.settings.grace_ms <= watermark_ms:
+            if (
+                run.finalized_at_ms is None
+                and run.end is not None
+                and not run.nodes
+                and run.end.time_ms + self.settings.grace_ms <= watermark_ms
+            ):
                 out += self._emit(state, watermark_ms)
         return out
 

@@ -18,13 +18,16 @@ from extractors.symptom import LineLike, Symptom
 
 __all__ = ["CompiledRule", "compile_rules", "job_reference"]
 
-_JOB_REF = re.compile(r"\b(?:JobId=|JOB |STEP |StepId=|job_id=|SLURM_JOB_ID=)(\d+)", re.ASCII)
+_JOB_REF = re.compile(
+    r"\b(?:JobId=|JOB |STEP |StepId=|job_id=|SLURM_JOB_ID=)(?:\d+_\d+\((?P<raw>\d+)\)|(?P<id>\d+))", re.ASCII
+)
 
 
 def job_reference(text: str) -> str | None:
-    """The Slurm job a line names (``JobId=12``, ``JOB 12``, ``STEP 12.0``), if any."""
+    """The Slurm job a line names (``JobId=12``, ``JOB 12``, ``STEP 12.0``, an array task's
+    ``JobId=10_3(12)``), as its own job id, if any."""
     found = _JOB_REF.search(text)
-    return found.group(1) if found else None
+    return (found.group("raw") or found.group("id")) if found else None
 
 
 @dataclass(frozen=True, slots=True)

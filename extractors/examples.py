@@ -55,8 +55,12 @@ def check_examples(ruleset: Ruleset, hyperscan: HyperscanMatcher | None = None) 
     """One result per example; Hyperscan and ``re`` must also agree on every example line."""
     fast = hyperscan or HyperscanMatcher(ruleset)
     slow = ReferenceMatcher(ruleset)
-    cases = [(rule, kind, ex) for rule in ruleset.symptom_rules
-             for kind in ("match", "no_match") for ex in getattr(rule.examples, kind)]
+    cases = [
+        (rule, kind, ex)
+        for rule in ruleset.symptom_rules
+        for kind in ("match", "no_match")
+        for ex in getattr(rule.examples, kind)
+    ]
     lines = [example_line(rule, ex, i) for i, (rule, _, ex) in enumerate(cases)]
     fast_hits = _by_line(fast.extract_batch(lines))
     slow_hits = _by_line(slow.extract_batch(lines))

@@ -21,15 +21,17 @@ def explain_line(matcher: HyperscanMatcher, text: str, source: str | None = None
         if captures is None:
             continue
         rule = compiled.rule
-        hits.append({
-            "rule_id": rule.id,
-            "symptom": rule.symptom,
-            "domain": rule.domain,
-            "role": rule.role,
-            "priority": rule.priority,
-            "catalog_id": rule.catalog_id,
-            "sources": sources,
-            "captures": captures,
-            "job": job_reference(text),
-        })
+        hits.append(
+            {
+                "rule_id": rule.id,
+                "symptom": rule.symptom,
+                "domain": rule.domain,
+                "role": rule.role,
+                "priority": rule.priority,
+                "catalog_id": rule.catalog_id,
+                "sources": sources,
+                "captures": captures,
+                "job": job_reference(text),
+            }
+        )
     return hits

@@ -154,12 +154,18 @@ def _check_references(symptom_rules, refiners, paths, problems) -> None:
         for part in (refiner.target, refiner.cause):
             for name in part.symptoms:
                 if name not in known_symptoms:
-                    problems.append(RuleProblem(paths.get(refiner.id, refiner.id), None, refiner.id,
-                                                f"unknown symptom '{name}'"))
+                    problems.append(
+                        RuleProblem(
+                            paths.get(refiner.id, refiner.id), None, refiner.id, f"unknown symptom '{name}'"
+                        )
+                    )
             for name in part.rules:
                 if name not in known_rules:
-                    problems.append(RuleProblem(paths.get(refiner.id, refiner.id), None, refiner.id,
-                                                f"unknown rule '{name}'"))
+                    problems.append(
+                        RuleProblem(
+                            paths.get(refiner.id, refiner.id), None, refiner.id, f"unknown rule '{name}'"
+                        )
+                    )
 
 
 def _digest(root: Path, files: list[Path]) -> str:

@@ -36,9 +36,26 @@ ROLES = ("cause", "companion", "echo", "context", "benign", "marker")
 SOURCES = ("dmesg", "syslog", "applog", "k8s", "scheduler")
 #: Tags refiners select on (docs/rules.md explains each); rules may only use these.
 TAGS = (
-    "xid", "xid_companion", "sxid", "transport", "collective_hang", "gpu_app_echo",
-    "process_teardown", "reboot", "node_loss", "crash_consequence", "nic", "storage",
-    "memory", "pcie", "thermal", "fabric", "driver", "preemption", "cancellation", "timeout",
+    "xid",
+    "xid_companion",
+    "sxid",
+    "transport",
+    "collective_hang",
+    "gpu_app_echo",
+    "process_teardown",
+    "reboot",
+    "node_loss",
+    "crash_consequence",
+    "nic",
+    "storage",
+    "memory",
+    "pcie",
+    "thermal",
+    "fabric",
+    "driver",
+    "preemption",
+    "cancellation",
+    "timeout",
 )
 #: Job-end facts a marker rule may state.
 MARKERS = ("timeout", "preempted", "cancelled", "node_failure", "success", "oom")

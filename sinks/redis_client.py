@@ -11,8 +11,7 @@ try:
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # the redis client is an optional extra
-    raise ImportError(
-        "the Redis sink needs the redis client: pip install 'faultstream[stream]'") from exc
+    raise ImportError("the Redis sink needs the redis client: pip install 'faultstream[stream]'") from exc
 
 __all__ = ["RedisError", "check_url", "connect", "is_transient"]
 

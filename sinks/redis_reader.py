@@ -45,8 +45,9 @@ async def stream_position(url: str, prefix: str) -> str:
         await client.aclose()
 
 
-async def follow_verdicts(url: str, prefix: str, last_id: str = "$", *,
-                          block_ms: int = 5000) -> AsyncIterator[dict]:
+async def follow_verdicts(
+    url: str, prefix: str, last_id: str = "$", *, block_ms: int = 5000
+) -> AsyncIterator[dict]:
     """Yield each verdict revision written after ``last_id`` ("$": after now), forever.
 
     Close it with ``aclose()`` (or ``contextlib.aclosing``) to release the connection.

@@ -110,8 +110,14 @@ class _Write(NamedTuple):
 class RedisVerdictSink:
     """Buffers verdicts; ``flush()`` applies them to Redis with retries. See module docstring."""
 
-    def __init__(self, url: str, prefix: str = DEFAULT_PREFIX, recent_limit: int = 10000,
-                 stream_maxlen: int = 10000, retry_for_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str = DEFAULT_PREFIX,
+        recent_limit: int = 10000,
+        stream_maxlen: int = 10000,
+        retry_for_s: float = 60.0,
+    ) -> None:
         if recent_limit < 1 or stream_maxlen < 1 or retry_for_s < 0:
             raise ValueError("recent_limit and stream_maxlen must be >= 1, retry_for_s >= 0")
         self._url = url
@@ -153,10 +159,20 @@ class RedisVerdictSink:
         nodes = _unique(verdict.get("responsible_nodes") or [])
         recent_limit, stream_maxlen = self._limits
         args = [
-            self._keys.prefix, workload_id, revision, orjson.dumps(verdict),
-            _outcome(verdict), verdict.get("terminal_state") or "", verdict.get("sub_domain") or "",
-            _job_end(verdict) or "", _end_ms(verdict), _counted(verdict, nodes), ",".join(nodes),
-            recent_limit, stream_maxlen, self._keys.channel,
+            self._keys.prefix,
+            workload_id,
+            revision,
+            orjson.dumps(verdict),
+            _outcome(verdict),
+            verdict.get("terminal_state") or "",
+            verdict.get("sub_domain") or "",
+            _job_end(verdict) or "",
+            _end_ms(verdict),
+            _counted(verdict, nodes),
+            ",".join(nodes),
+            recent_limit,
+            stream_maxlen,
+            self._keys.channel,
         ]
         return _Write(keys, args)
 
@@ -167,8 +183,7 @@ class RedisVerdictSink:
                 results = await self._write(chunk)
             except RedisError as exc:
                 wait = self._wait_or_give_up(exc, backoff, len(chunk))
-                log.warning("Redis write failed (try %d), retrying in %.1fs: %s",
-                            backoff.tries, wait, exc)
+                log.warning("Redis write failed (try %d), retrying in %.1fs: %s", backoff.tries, wait, exc)
                 await self._reconnect()
                 await asyncio.sleep(wait)
                 continue
@@ -182,8 +197,10 @@ class RedisVerdictSink:
             raise SinkError(f"Redis at {where} refused {size} verdicts: {exc}") from exc
         wait = backoff.next_wait()
         if wait is None:
-            raise SinkError(f"gave up writing {size} verdicts to Redis at {where} after "
-                            f"{backoff.tries} tries in {self._retry_for_s:g}s: {exc}") from exc
+            raise SinkError(
+                f"gave up writing {size} verdicts to Redis at {where} after "
+                f"{backoff.tries} tries in {self._retry_for_s:g}s: {exc}"
+            ) from exc
         return wait
 
     async def _write(self, chunk: list[_Write]) -> list[int]:

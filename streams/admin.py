@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -38,10 +39,8 @@ async def ensure_topics(settings: Settings) -> None:
         existing = set(await admin.list_topics())
         missing = [NewTopic(name, topics.partitions, 1) for name in topics.all_names() if name not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another worker created them first
                 await admin.create_topics(missing)
-            except TopicAlreadyExistsError:
-                pass  # another worker created them first
             log.info("created topics %s", [t.name for t in missing])
     finally:
         await admin.close()

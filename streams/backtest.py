@@ -46,7 +46,9 @@ def _batches(records: Iterable[RawRecord | DeadLetter], size: int) -> Iterator[l
         yield batch
 
 
-def _normalize(batch: list[RawRecord | DeadLetter], dead: list[DeadLetter]) -> tuple[list[LogLine], list[JobEvent]]:
+def _normalize(
+    batch: list[RawRecord | DeadLetter], dead: list[DeadLetter]
+) -> tuple[list[LogLine], list[JobEvent]]:
     lines: list[LogLine] = []
     events: list[JobEvent] = []
     for record in batch:
@@ -60,8 +62,9 @@ def _normalize(batch: list[RawRecord | DeadLetter], dead: list[DeadLetter]) -> t
     return lines, events
 
 
-def backtest(path: Path, ruleset: Ruleset, settings: CorrelatorSettings | None = None,
-             batch_records: int = BATCH_RECORDS) -> BacktestResult:
+def backtest(
+    path: Path, ruleset: Ruleset, settings: CorrelatorSettings | None = None, batch_records: int = BATCH_RECORDS
+) -> BacktestResult:
     engine = AttributionEngine(ruleset, settings)
     dead: list[DeadLetter] = []
     verdicts: list[Verdict] = []

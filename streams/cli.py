@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="faultstream", description="GPU cluster failure attribution")
     commands = parser.add_subparsers(dest="command", required=True)
     rules = commands.add_parser("rules", help="check or explain the ruleset").add_subparsers(
-        dest="rules_command", required=True)
+        dest="rules_command", required=True
+    )
     check = rules.add_parser("check", help="validate the rules and run every rule's examples")
     check.add_argument("dir", nargs="?", type=Path, default=None)
     explain = rules.add_parser("explain", help="which rules match a line")

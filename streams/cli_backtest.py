@@ -17,8 +17,14 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("backtest", help="replay a recording through the engine, offline")
-    parser.add_argument("--input", "-i", type=Path, action="append", required=True,
-                        help="recording file (JSON Lines of topic records); repeat for several")
+    parser.add_argument(
+        "--input",
+        "-i",
+        type=Path,
+        action="append",
+        required=True,
+        help="recording file (JSON Lines of topic records); repeat for several",
+    )
     parser.add_argument("--rules", type=Path, default=None, help="rules directory (default: bundled)")
     parser.add_argument("--output", "-o", type=Path, default=None, help="write verdicts here, not stdout")
     parser.add_argument("--format", choices=("json", "table"), default="json")
@@ -43,8 +49,11 @@ def run_backtest(args: argparse.Namespace) -> int:
 
     _check_inputs(args.input)
     ruleset = load_ruleset(args.rules)
-    settings = CorrelatorSettings() if args.grace is None else \
-        CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
+    settings = (
+        CorrelatorSettings()
+        if args.grace is None
+        else CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
+    )
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     try:
         for path in args.input:

@@ -24,8 +24,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     worker.set_defaults(handler=_run_worker)
     load = commands.add_parser("load", help="publish a recording to the ingest topics")
     load.add_argument("recordings", type=Path, nargs="+")
-    load.add_argument("--speed", type=float, default=None,
-                      help="keep the recording's relative timing, X times faster (default: as fast as possible)")
+    load.add_argument(
+        "--speed",
+        type=float,
+        default=None,
+        help="keep the recording's relative timing, X times faster (default: as fast as possible)",
+    )
     _common(load)
     load.set_defaults(handler=_run_load)
 
@@ -39,8 +43,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def _settings(args: argparse.Namespace):
     from streams.settings import load_settings
 
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     return load_settings(args.config, rules_dir=args.rules)
 
 
@@ -85,8 +92,9 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     app = build_correlator_app(settings, ruleset, [sink])
     if with_extractor:
         _attach_extractor(app, settings, ruleset)
-    worker = faust.Worker(app, loglevel=logging.getLevelName(log.getEffectiveLevel()).lower(),
-                          override_logging=False)
+    worker = faust.Worker(
+        app, loglevel=logging.getLevelName(log.getEffectiveLevel()).lower(), override_logging=False
+    )
     worker.execute_from_commandline()
     return 0
 
@@ -111,5 +119,7 @@ def _run_load(args: argparse.Namespace) -> int:
 
             raise UsageError(f"recording not found: {path}")
     counts = asyncio.run(load_recordings(settings, args.recordings, args.speed))
-    print(f"published {counts['records']} records ({counts['skipped']} unusable recording lines)", file=sys.stderr)
+    print(
+        f"published {counts['records']} records ({counts['skipped']} unusable recording lines)", file=sys.stderr
+    )
     return 0

@@ -22,8 +22,10 @@ def rules_check(rules_dir: Path | None) -> int:
     for result in failed:
         print(f"FAIL {result.rule_id} [{result.kind}] {result.message}: {result.line}", file=sys.stderr)
     rules = len(ruleset.symptom_rules)
-    print(f"ruleset {ruleset.name} {ruleset.version}: {rules} symptom rules, "
-          f"{len(ruleset.refiners)} refiners, {len(results)} examples, {len(failed)} failed")
+    print(
+        f"ruleset {ruleset.name} {ruleset.version}: {rules} symptom rules, "
+        f"{len(ruleset.refiners)} refiners, {len(results)} examples, {len(failed)} failed"
+    )
     return 1 if failed else 0
 
 

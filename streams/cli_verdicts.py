@@ -21,15 +21,17 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("verdicts", help="show the latest verdicts stored in Redis")
-    parser.add_argument("--redis-url", default=None,
-                        help=f"Redis to read (default: $REDIS_URL, else {DEFAULT_REDIS_URL})")
+    parser.add_argument(
+        "--redis-url", default=None, help=f"Redis to read (default: $REDIS_URL, else {DEFAULT_REDIS_URL})"
+    )
     parser.add_argument("--prefix", default="faultstream:", help="key prefix the sink wrote with")
-    parser.add_argument("--limit", type=int, default=20,
-                        help="how many of the latest verdicts to print first (default 20)")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON verdict per line instead of a table")
-    parser.add_argument("--follow", "-f", action="store_true",
-                        help="then keep printing new verdicts until Ctrl-C")
+    parser.add_argument(
+        "--limit", type=int, default=20, help="how many of the latest verdicts to print first (default 20)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON verdict per line instead of a table")
+    parser.add_argument(
+        "--follow", "-f", action="store_true", help="then keep printing new verdicts until Ctrl-C"
+    )
     parser.set_defaults(handler=run_verdicts)
 
 
@@ -99,8 +101,10 @@ def _model(verdict: dict) -> Verdict:
     try:
         return Verdict.model_validate(verdict)
     except ValidationError as exc:
-        raise UsageError(f"verdict {verdict.get('workload_id')!r} in Redis does not match this "
-                         f"version's schema ({exc.error_count()} errors); try --json") from exc
+        raise UsageError(
+            f"verdict {verdict.get('workload_id')!r} in Redis does not match this "
+            f"version's schema ({exc.error_count()} errors); try --json"
+        ) from exc
 
 
 def _identity(verdict: dict) -> tuple[str, int]:

@@ -36,8 +36,12 @@ log = logging.getLogger("faultstream.correlator")
 def _credentials(settings: Settings) -> Any:
     if settings.kafka_security_protocol.startswith("SASL"):
         password = settings.kafka_sasl_password.get_secret_value() if settings.kafka_sasl_password else None
-        return faust.SASLCredentials(username=settings.kafka_sasl_username, password=password,
-                                     mechanism=settings.kafka_sasl_mechanism, ssl_context=settings.ssl_context())
+        return faust.SASLCredentials(
+            username=settings.kafka_sasl_username,
+            password=password,
+            mechanism=settings.kafka_sasl_mechanism,
+            ssl_context=settings.ssl_context(),
+        )
     context = settings.ssl_context()
     return faust.SSLCredentials(context) if context else None
 
@@ -68,17 +72,20 @@ class _Stage:
         self.correlator_settings = settings.correlator_settings()
         self.topics = Topics.from_settings(settings)
         parts = settings.partitions
-        self.node_topic = app.topic(self.topics.node_events, partitions=parts, key_serializer="raw",
-                                    value_serializer="raw")
-        self.workload_topic = app.topic(self.topics.workload_events, partitions=parts, key_serializer="raw",
-                                        value_type=bytes)
-        self.verdict_topic = app.topic(self.topics.verdicts, partitions=parts, key_serializer="raw",
-                                       value_serializer="raw")
-        self.deadletter_topic = app.topic(self.topics.deadletter, partitions=parts, key_serializer="raw",
-                                          value_serializer="raw")
+        self.node_topic = app.topic(
+            self.topics.node_events, partitions=parts, key_serializer="raw", value_serializer="raw"
+        )
+        self.workload_topic = app.topic(
+            self.topics.workload_events, partitions=parts, key_serializer="raw", value_type=bytes
+        )
+        self.verdict_topic = app.topic(
+            self.topics.verdicts, partitions=parts, key_serializer="raw", value_serializer="raw"
+        )
+        self.deadletter_topic = app.topic(
+            self.topics.deadletter, partitions=parts, key_serializer="raw", value_serializer="raw"
+        )
         self.node_table = app.Table("node-state", partitions=parts, key_type=bytes, value_type=bytes)
-        self.workload_table = app.Table("workload-state", partitions=parts, key_type=bytes,
-                                        value_type=bytes)
+        self.workload_table = app.Table("workload-state", partitions=parts, key_type=bytes, value_type=bytes)
         self.node_parts: dict[int, NodePartition] = {}
         self.workload_parts: dict[int, WorkloadPartition] = {}
 
@@ -88,15 +95,20 @@ class _Stage:
 
     def node_part(self, partition: int) -> NodePartition:
         if partition not in self.node_parts:
-            self.node_parts[partition] = NodePartition(self.correlator_settings, _StrTable(self.node_table),
-                                                       partition, self.settings.partitions)
+            self.node_parts[partition] = NodePartition(
+                self.correlator_settings, _StrTable(self.node_table), partition, self.settings.partitions
+            )
         return self.node_parts[partition]
 
     def workload_part(self, partition: int) -> WorkloadPartition:
         if partition not in self.workload_parts:
             self.workload_parts[partition] = WorkloadPartition(
-                self.ruleset, self.correlator_settings, _StrTable(self.workload_table), partition,
-                self.settings.partitions)
+                self.ruleset,
+                self.correlator_settings,
+                _StrTable(self.workload_table),
+                partition,
+                self.settings.partitions,
+            )
         return self.workload_parts[partition]
 
     async def send(self, topic: faust.TopicT, key: str, record: dict[str, Any]) -> None:
@@ -107,26 +119,39 @@ class _Stage:
     async def dead_letter(self, message: Any, exc: Exception) -> None:
         log.exception("record %s:%d:%d dead-lettered", message.topic, message.partition, message.offset)
         value = message.value.decode("utf-8", "replace") if isinstance(message.value, bytes) else message.value
-        body = {"reason": f"correlator: {type(exc).__name__}: {exc}", "topic": message.topic,
-                "origin": f"{message.topic}:{message.partition}:{message.offset}", "value": value,
-                "stage": "correlator"}
-        fut = await self.deadletter_topic.send(key=body["origin"].encode(), value=orjson.dumps(body), force=True)
+        body = {
+            "reason": f"correlator: {type(exc).__name__}: {exc}",
+            "topic": message.topic,
+            "origin": f"{message.topic}:{message.partition}:{message.offset}",
+            "value": value,
+            "stage": "correlator",
+        }
+        fut = await self.deadletter_topic.send(
+            key=body["origin"].encode(), value=orjson.dumps(body), force=True
+        )
         await fut
 
     async def emit(self, verdicts: list[Verdict]) -> None:
         for verdict in verdicts:
             body = verdict.model_dump(mode="json")
-            fut = await self.verdict_topic.send(key=verdict.workload_id.encode(), value=orjson.dumps(body),
-                                                partition=partition_for(verdict.workload_id,
-                                                                        self.settings.partitions), force=True)
+            fut = await self.verdict_topic.send(
+                key=verdict.workload_id.encode(),
+                value=orjson.dumps(body),
+                partition=partition_for(verdict.workload_id, self.settings.partitions),
+                force=True,
+            )
             await fut
             for sink in self.sinks:
                 await sink.add(body)
         for sink in self.sinks if verdicts else []:
             await sink.flush()  # retried inside; the event is acked (offset committable) only after this
         for verdict in verdicts:
-            log.info("verdict %s rev %d: %s", verdict.workload_id, verdict.revision,
-                     verdict.verdict.attribution_outcome)
+            log.info(
+                "verdict %s rev %d: %s",
+                verdict.workload_id,
+                verdict.revision,
+                verdict.verdict.attribution_outcome,
+            )
 
 
 class _StrTable:
@@ -151,7 +176,7 @@ class _StrTable:
         return self.table.get(key.encode(), default)
 
     def keys(self) -> list[str]:
-        return [k.decode() if isinstance(k, bytes) else k for k in self.table.keys()]
+        return [k.decode() if isinstance(k, bytes) else k for k in list(self.table)]
 
 
 def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]) -> faust.App:
@@ -179,7 +204,9 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
                 await stage.dead_letter(message, exc)
                 continue
             for report in reports:
-                log.debug("node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups))
+                log.debug(
+                    "node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups)
+                )
                 await stage.send(stage.workload_topic, report.workload_id, wire.evidence(report))
             part.persist()  # after the outputs: a crash in between replays the record, never loses it
 
@@ -191,8 +218,9 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
             if not part.fresh(message.offset):
                 continue
             try:
-                placements, verdicts = part.handle(wire.decode(message.value), int(message.timestamp * 1000),
-                                                   message.offset)
+                placements, verdicts = part.handle(
+                    wire.decode(message.value), int(message.timestamp * 1000), message.offset
+                )
             except Exception as exc:  # one bad record must not stop the stage: dead-letter it
                 await stage.dead_letter(message, exc)
                 continue
@@ -205,7 +233,8 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
     async def tick() -> None:
         for topic in (stage.node_topic, stage.workload_topic):
             for partition in range(settings.partitions):
-                await topic.send(key=b"__tick__", value=wire.encode(wire.tick()), partition=partition,
-                                 force=True)
+                await topic.send(
+                    key=b"__tick__", value=wire.encode(wire.tick()), partition=partition, force=True
+                )
 
     return app

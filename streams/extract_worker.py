@@ -65,11 +65,18 @@ class ExtractorWorker:
 
     async def run(self) -> None:
         options = self.settings.aiokafka_options()
-        consumer = AIOKafkaConsumer(*self.topics.ingest, group_id=self.group_id, enable_auto_commit=False,
-                                    auto_offset_reset="earliest", max_partition_fetch_bytes=8 << 20,
-                                    fetch_max_bytes=64 << 20, **options)
-        producer = AIOKafkaProducer(acks="all", linger_ms=5, max_batch_size=1 << 20,
-                                    compression_type=None, **options)
+        consumer = AIOKafkaConsumer(
+            *self.topics.ingest,
+            group_id=self.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_partition_fetch_bytes=8 << 20,
+            fetch_max_bytes=64 << 20,
+            **options,
+        )
+        producer = AIOKafkaProducer(
+            acks="all", linger_ms=5, max_batch_size=1 << 20, compression_type=None, **options
+        )
         await producer.start()
         await consumer.start()
         try:
@@ -80,8 +87,9 @@ class ExtractorWorker:
 
     async def _loop(self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer) -> None:
         while not self._stopping.is_set():
-            fetched = await consumer.getmany(timeout_ms=self.settings.batch_timeout_ms,
-                                             max_records=self.settings.batch_max_records)
+            fetched = await consumer.getmany(
+                timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
+            )
             records = [r for batch in fetched.values() for r in batch]
             if not records:
                 continue
@@ -98,9 +106,14 @@ class ExtractorWorker:
         events: list[JobEvent] = []
         out = _Outputs()
         for record in records:
-            normalized = normalize_record(record.topic, record.value, _key(record.key), record.timestamp,
-                                          f"{record.topic}:{record.partition}:{record.offset}",
-                                          self.topics.ingest)
+            normalized = normalize_record(
+                record.topic,
+                record.value,
+                _key(record.key),
+                record.timestamp,
+                f"{record.topic}:{record.partition}:{record.offset}",
+                self.topics.ingest,
+            )
             lines += normalized.lines
             events += normalized.events
             out.dead += normalized.dead
@@ -124,10 +137,18 @@ class ExtractorWorker:
         for workload_id, count in batch.workload_lines.items():
             out.workload.append((workload_id, wire.lines(count, self.watermark_ms, workload_id=workload_id)))
         for symptom in batch.unplaced:
-            out.dead.append(DeadLetter("symptom with neither a node nor a workload", symptom.source,
-                                       symptom.origin, symptom.to_dict()))
+            out.dead.append(
+                DeadLetter(
+                    "symptom with neither a node nor a workload",
+                    symptom.source,
+                    symptom.origin,
+                    symptom.to_dict(),
+                )
+            )
 
-    def _count(self, records: Sequence[ConsumerRecord], lines: list[LogLine], symptoms: list, out: _Outputs) -> None:
+    def _count(
+        self, records: Sequence[ConsumerRecord], lines: list[LogLine], symptoms: list, out: _Outputs
+    ) -> None:
         self.stats.records += len(records)
         self.stats.lines += len(lines)
         self.stats.symptoms += len(symptoms)
@@ -140,14 +161,18 @@ class ExtractorWorker:
         futures = []
         for topic, keyed in ((self.topics.node_events, out.node), (self.topics.workload_events, out.workload)):
             for key, record in keyed:
-                futures.append(await producer.send(topic, wire.encode(record), key=key.encode(),
-                                                   partition=partition_for(key, parts)))
+                futures.append(
+                    await producer.send(
+                        topic, wire.encode(record), key=key.encode(), partition=partition_for(key, parts)
+                    )
+                )
             mark = wire.encode(wire.watermark(self.watermark_ms))
             for partition in range(parts):  # every partition learns how far event time has come
                 futures.append(await producer.send(topic, mark, key=b"__wm__", partition=partition))
         for dead in out.dead:
-            futures.append(await producer.send(self.topics.deadletter, _dead_value(dead),
-                                               key=dead.origin.encode()))
+            futures.append(
+                await producer.send(self.topics.deadletter, _dead_value(dead), key=dead.origin.encode())
+            )
         if futures:
             await asyncio.gather(*futures)  # the broker has them all: now the offsets may be committed
 
@@ -160,5 +185,12 @@ def _dead_value(dead: DeadLetter) -> bytes:
     value: Any = dead.value
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
-    return wire.encode({"reason": dead.reason, "topic": dead.topic, "origin": dead.origin,
-                        "value": value, "stage": "extractor"})
+    return wire.encode(
+        {
+            "reason": dead.reason,
+            "topic": dead.topic,
+            "origin": dead.origin,
+            "value": value,
+            "stage": "extractor",
+        }
+    )

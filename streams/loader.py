@@ -34,8 +34,9 @@ async def load_recordings(settings: Settings, paths: list[Path], speed: float | 
     return counts
 
 
-async def _publish(producer: AIOKafkaProducer, settings: Settings, path: Path, speed: float | None,
-                   counts: dict[str, int]) -> None:
+async def _publish(
+    producer: AIOKafkaProducer, settings: Settings, path: Path, speed: float | None, counts: dict[str, int]
+) -> None:
     first_ts: int | None = None
     started = time.monotonic()
     pending = []
@@ -49,9 +50,14 @@ async def _publish(producer: AIOKafkaProducer, settings: Settings, path: Path, s
             if delay > 0:
                 await asyncio.sleep(delay)
         value = record.value.encode() if isinstance(record.value, str) else orjson.dumps(record.value)
-        pending.append(await producer.send(settings.topic(record.topic), value,
-                                           key=record.key.encode() if record.key else None,
-                                           timestamp_ms=record.timestamp_ms))
+        pending.append(
+            await producer.send(
+                settings.topic(record.topic),
+                value,
+                key=record.key.encode() if record.key else None,
+                timestamp_ms=record.timestamp_ms,
+            )
+        )
         counts["records"] += 1
         if len(pending) >= 10_000:
             await asyncio.gather(*pending)

@@ -24,8 +24,9 @@ META = "__"  # keys starting with this are bookkeeping, not node or workload sta
 
 
 class PartitionView(MutableMapping[str, T], Generic[T]):
-    def __init__(self, table: MutableMapping[Any, Any], partition: int, partitions: int,
-                 decode: Callable[[dict], T]) -> None:
+    def __init__(
+        self, table: MutableMapping[Any, Any], partition: int, partitions: int, decode: Callable[[dict], T]
+    ) -> None:
         self.table = table
         self.partition = partition
         self.partitions = partitions
@@ -33,8 +34,11 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         self.cache: dict[str, T] = {}
 
     def _mine(self, key: Any) -> bool:
-        return isinstance(key, str) and not key.startswith(META) \
+        return (
+            isinstance(key, str)
+            and not key.startswith(META)
             and partition_for(key, self.partitions) == self.partition
+        )
 
     def __getitem__(self, key: str) -> T:
         if key not in self.cache:
@@ -60,9 +64,6 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
 
     def persist(self, keys: set[str]) -> None:
         """Write the touched keys back to the table (deleted ones are already gone)."""

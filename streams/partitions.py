@@ -52,8 +52,9 @@ class _Partition:
 
 
 class NodePartition(_Partition):
-    def __init__(self, settings: CorrelatorSettings, table: MutableMapping[Any, Any], partition: int,
-                 partitions: int) -> None:
+    def __init__(
+        self, settings: CorrelatorSettings, table: MutableMapping[Any, Any], partition: int, partitions: int
+    ) -> None:
         super().__init__(table, partition, "node")
         self.view: PartitionView[NodeState] = PartitionView(table, partition, partitions, NodeState.from_dict)
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
@@ -83,11 +84,18 @@ class NodePartition(_Partition):
 
 
 class WorkloadPartition(_Partition):
-    def __init__(self, ruleset: Ruleset, settings: CorrelatorSettings, table: MutableMapping[Any, Any],
-                 partition: int, partitions: int) -> None:
+    def __init__(
+        self,
+        ruleset: Ruleset,
+        settings: CorrelatorSettings,
+        table: MutableMapping[Any, Any],
+        partition: int,
+        partitions: int,
+    ) -> None:
         super().__init__(table, partition, "workload")
-        self.view: PartitionView[WorkloadState] = PartitionView(table, partition, partitions,
-                                                                WorkloadState.from_dict)
+        self.view: PartitionView[WorkloadState] = PartitionView(
+            table, partition, partitions, WorkloadState.from_dict
+        )
         self.workloads = WorkloadCorrelator(ruleset, settings, self.view)  # type: ignore[arg-type]
         #: A run still waiting for node reports this long (wall time) after its end record is
         #: decided on what came: a node partition that stays silent cannot hold a verdict forever.
@@ -95,8 +103,9 @@ class WorkloadPartition(_Partition):
         #: crash delays its nodes' reports instead of producing a verdict without them.
         self.overdue_ms = int(max(3 * settings.grace_s, OVERDUE_MIN_S) * 1000)
 
-    def handle(self, record: dict[str, Any], wall_ms: int, offset: int
-               ) -> tuple[list[RunPlacement], list[Verdict]]:
+    def handle(
+        self, record: dict[str, Any], wall_ms: int, offset: int
+    ) -> tuple[list[RunPlacement], list[Verdict]]:
         kind = record["t"]
         placements: list[RunPlacement] = []
         verdicts: list[Verdict] = []

@@ -46,7 +46,9 @@ def parse_recording_line(raw: bytes, line_no: int) -> RawRecord | DeadLetter:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return DeadLetter(f"recording line {line_no}: not JSON ({exc})", "", f"@{line_no}", raw.decode("utf-8", "replace"))
+        return DeadLetter(
+            f"recording line {line_no}: not JSON ({exc})", "", f"@{line_no}", raw.decode("utf-8", "replace")
+        )
     if not _fast_shape_ok(data):
         try:
             data = TopicRecord.model_validate(data).model_dump()
@@ -56,7 +58,9 @@ def parse_recording_line(raw: bytes, line_no: int) -> RawRecord | DeadLetter:
             topic = data.get("topic", "") if isinstance(data, dict) else ""
             reason = f"recording line {line_no}: {where}: {first['msg']}"
             return DeadLetter(reason, str(topic), f"@{line_no}", data)
-    return RawRecord(data["topic"], data["value"], data.get("key"), data.get("timestamp"), _origin(data, line_no))
+    return RawRecord(
+        data["topic"], data["value"], data.get("key"), data.get("timestamp"), _origin(data, line_no)
+    )
 
 
 def read_recording(path: Path) -> Iterator[RawRecord | DeadLetter]:

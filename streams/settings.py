@@ -25,8 +25,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FAULTSTREAM_", frozen=True, extra="forbid")
 
     kafka_bootstrap_servers: str = Field(
-        "127.0.0.1:9092", validation_alias=AliasChoices("KAFKA_BOOTSTRAP_SERVERS", "FAULTSTREAM_KAFKA_BOOTSTRAP_SERVERS",
-                                                        "kafka_bootstrap_servers"))
+        "127.0.0.1:9092",
+        validation_alias=AliasChoices(
+            "KAFKA_BOOTSTRAP_SERVERS", "FAULTSTREAM_KAFKA_BOOTSTRAP_SERVERS", "kafka_bootstrap_servers"
+        ),
+    )
     kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     kafka_sasl_mechanism: str = "PLAIN"
     kafka_sasl_username: str | None = None
@@ -35,8 +38,10 @@ class Settings(BaseSettings):
     kafka_ssl_certfile: str | None = None
     kafka_ssl_keyfile: str | None = None
 
-    redis_url: str = Field("redis://127.0.0.1:6379/0",
-                           validation_alias=AliasChoices("REDIS_URL", "FAULTSTREAM_REDIS_URL", "redis_url"))
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        validation_alias=AliasChoices("REDIS_URL", "FAULTSTREAM_REDIS_URL", "redis_url"),
+    )
     redis_prefix: str = "faultstream:"
 
     #: Prefix of every topic, consumer group and faust app id (isolates tests and tenants).
@@ -85,13 +90,18 @@ class Settings(BaseSettings):
 
     def aiokafka_options(self) -> dict[str, Any]:
         """Connection and security options for aiokafka clients."""
-        options: dict[str, Any] = {"bootstrap_servers": self.kafka_bootstrap_servers,
-                                   "security_protocol": self.kafka_security_protocol}
+        options: dict[str, Any] = {
+            "bootstrap_servers": self.kafka_bootstrap_servers,
+            "security_protocol": self.kafka_security_protocol,
+        }
         if self.kafka_security_protocol.startswith("SASL"):
-            options.update(sasl_mechanism=self.kafka_sasl_mechanism,
-                           sasl_plain_username=self.kafka_sasl_username,
-                           sasl_plain_password=self.kafka_sasl_password.get_secret_value()
-                           if self.kafka_sasl_password else None)
+            options.update(
+                sasl_mechanism=self.kafka_sasl_mechanism,
+                sasl_plain_username=self.kafka_sasl_username,
+                sasl_plain_password=self.kafka_sasl_password.get_secret_value()
+                if self.kafka_sasl_password
+                else None,
+            )
         if self.ssl_context() is not None:
             options["ssl_context"] = self.ssl_context()
         return options

@@ -16,13 +16,23 @@ def _row(verdict: Verdict) -> tuple[str, ...]:
     root_text = f"{root.symptom}" if root else "-"
     nodes = ",".join(verdict.responsible_nodes) or "-"
     end = (verdict.job.end or "-")[:19]
-    return (verdict.workload_id, end, verdict.verdict.attribution_outcome, nodes, root_text, str(verdict.revision))
+    return (
+        verdict.workload_id,
+        end,
+        verdict.verdict.attribution_outcome,
+        nodes,
+        root_text,
+        str(verdict.revision),
+    )
+
+
+def _fit(cell: str, width: int) -> str:
+    """Pad to the column; an over-long cell may spill a little rather than lose its meaning."""
+    return cell[: width + 12].ljust(width)
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
     header = "  ".join(name.ljust(width) for name, width in COLUMNS)
-    rows = []
-    for verdict in verdicts:
-        cells = _row(verdict)
-        rows.append("  ".join(cell[: max(width, 1) + 12].ljust(width) for cell, (_, width) in zip(cells, COLUMNS)))
+    widths = [width for _, width in COLUMNS]
+    rows = ["  ".join(_fit(c, w) for c, w in zip(_row(v), widths, strict=True)) for v in verdicts]
     return "\n".join([header, *rows]) if rows else header + "\n(no verdicts)"

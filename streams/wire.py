@@ -34,10 +34,22 @@ def group(g: EvidenceGroup) -> dict[str, Any]:
     return {"t": "group", "g": g.to_dict()}
 
 
-def lines(count: int, max_ms: int, *, node: str | None = None, slot_ms: int | None = None,
-          workload_id: str | None = None) -> dict[str, Any]:
-    return {"t": "lines", "node": node, "slot_ms": slot_ms, "workload_id": workload_id,
-            "count": count, "max_ms": max_ms}
+def lines(
+    count: int,
+    max_ms: int,
+    *,
+    node: str | None = None,
+    slot_ms: int | None = None,
+    workload_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "t": "lines",
+        "node": node,
+        "slot_ms": slot_ms,
+        "workload_id": workload_id,
+        "count": count,
+        "max_ms": max_ms,
+    }
 
 
 def place(p: RunPlacement) -> dict[str, Any]:

@@ -30,8 +30,8 @@ RUNNING_STATES = frozenset({
 })
 #: Carried to the JobEvent for the verdict (where the job's own logs live, ...); never ``script``.
 EXTRA_FIELDS = (
-    "cluster", "account", "qos", "derived_ec", "elapsed", "time_limit", "work_dir", "std_out",
-    "std_err",
+    "user_id", "array_job_id", "array_task_id", "het_job_id", "het_job_offset", "cluster",
+    "account", "qos", "derived_ec", "elapsed", "time_limit", "work_dir", "std_out", "std_err",
 )
 # fmt: on
 #: Slurm's NO_VAL / NO_VAL64 mean "not set" in array and het fields.
@@ -134,14 +134,9 @@ def _state(value: object) -> tuple[str, str | None]:
 
 
 def _workload_id(record: dict[str, Any]) -> str:
-    array_job, task = _int(record, "array_job_id"), _int(record, "array_task_id")
-    if array_job and task is not None:
-        return f"{array_job}_{task}"
-    het_job = _int(record, "het_job_id") or _int(record, "pack_job_id")
-    offset = _int(record, "het_job_offset")
-    offset = offset if offset is not None else _int(record, "pack_job_offset")
-    if het_job and offset is not None:
-        return f"{het_job}+{offset}"
+    """The job's own id, also for array tasks and het-job components: it is the id every
+    slurmctld and slurmstepd line names (``JOB 1240``, ``JobId=1234_6(1240)``), so the lines
+    that name a job meet its record. Array and het-job ids travel in ``extra``."""
     jobid = _int(record, "jobid")
     if jobid is None:
         raise RecordError(f"{WHAT}: 'jobid' must be an integer, got {record.get('jobid')!r:.40}")

@@ -23,8 +23,14 @@ def at(seconds: float) -> int:
 
 
 def line(text: str, host: str, seconds: float, source: str = "applog", workload: str | None = None) -> LogLine:
-    return LogLine(text=text, host=host, time_ms=at(seconds), source=source,
-                   origin=f"test:{host}:{seconds}", workload_id=workload)
+    return LogLine(
+        text=text,
+        host=host,
+        time_ms=at(seconds),
+        source=source,
+        origin=f"test:{host}:{seconds}",
+        workload_id=workload,
+    )
 
 
 def start(job: str, seconds: float, nodes=NODES) -> JobEvent:
@@ -32,8 +38,15 @@ def start(job: str, seconds: float, nodes=NODES) -> JobEvent:
 
 
 def end(job: str, seconds: float, state: str, nodes=NODES, start_s: float = 0, **extra) -> JobEvent:
-    return JobEvent(kind="job_end", workload_id=job, time_ms=at(seconds), nodes=tuple(nodes),
-                    state=state, start_ms=at(start_s), **extra)
+    return JobEvent(
+        kind="job_end",
+        workload_id=job,
+        time_ms=at(seconds),
+        nodes=tuple(nodes),
+        state=state,
+        start_ms=at(start_s),
+        **extra,
+    )
 
 
 @pytest.fixture
@@ -51,15 +64,21 @@ def run(engine, batches) -> list:
 
 def test_xid79_on_one_node_blames_that_node_not_nccl_peers(engine):
     # 0 start ─ 100 Xid 79 on gpu007 ─ 101..160 NCCL noise on the 15 others ─ 200 FAILED
-    noise = [line("NCCL WARN Connection closed by remote peer", n, 101 + i)
-             for i, n in enumerate(x for x in NODES if x != "gpu007") for _ in range(20)]
-    verdicts = run(engine, [
-        ([], [start("42", 0)]),
-        ([line("NVRM: Xid (PCI:0000:3b:00): 79, pid=1", "gpu007", 100, "dmesg")], []),
-        (noise, []),
-        ([], [end("42", 200, "FAILED")]),
-        ([line("heartbeat", "gpu001", 400)], []),
-    ])
+    noise = [
+        line("NCCL WARN Connection closed by remote peer", n, 101 + i)
+        for i, n in enumerate(x for x in NODES if x != "gpu007")
+        for _ in range(20)
+    ]
+    verdicts = run(
+        engine,
+        [
+            ([], [start("42", 0)]),
+            ([line("NVRM: Xid (PCI:0000:3b:00): 79, pid=1", "gpu007", 100, "dmesg")], []),
+            (noise, []),
+            ([], [end("42", 200, "FAILED")]),
+            ([line("heartbeat", "gpu001", 400)], []),
+        ],
+    )
     assert len(verdicts) == 1
     verdict = verdicts[0]
     assert verdict.terminal_state == "fail"
@@ -75,12 +94,15 @@ def test_xid79_on_one_node_blames_that_node_not_nccl_peers(engine):
 
 def test_symptoms_before_the_job_records_are_placed_when_they_arrive(engine):
     # the shipper is fast, the jobcomp record is late: lines first, then start+end together
-    verdicts = run(engine, [
-        ([line("torch.OutOfMemoryError: CUDA out of memory. Tried", "gpu003", 50)], []),
-        ([line("NCCL WARN Connection closed by remote peer", "gpu004", 51)], []),
-        ([], [start("7", 0), end("7", 60, "FAILED")]),
-        ([line("tick", "gpu001", 500)], []),
-    ])
+    verdicts = run(
+        engine,
+        [
+            ([line("torch.OutOfMemoryError: CUDA out of memory. Tried", "gpu003", 50)], []),
+            ([line("NCCL WARN Connection closed by remote peer", "gpu004", 51)], []),
+            ([], [start("7", 0), end("7", 60, "FAILED")]),
+            ([line("tick", "gpu001", 500)], []),
+        ],
+    )
     assert [v.sub_domain for v in verdicts] == ["user"]
     assert verdicts[0].root_symptom.node == "gpu003"
     assert verdicts[0].responsible_nodes == []
@@ -88,33 +110,42 @@ def test_symptoms_before_the_job_records_are_placed_when_they_arrive(engine):
 
 def test_lines_out_of_order_within_the_grace_period_still_count(engine):
     # job ends at 60; an Xid stamped 55 arrives after the end record, before 60+30 of event time
-    verdicts = run(engine, [
-        ([], [start("8", 0)]),
-        ([], [end("8", 60, "FAILED")]),
-        ([line("tick", "gpu002", 70)], []),
-        ([line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu002", 55, "dmesg")], []),
-        ([line("tick", "gpu002", 200)], []),
-    ])
+    verdicts = run(
+        engine,
+        [
+            ([], [start("8", 0)]),
+            ([], [end("8", 60, "FAILED")]),
+            ([line("tick", "gpu002", 70)], []),
+            ([line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu002", 55, "dmesg")], []),
+            ([line("tick", "gpu002", 200)], []),
+        ],
+    )
     assert len(verdicts) == 1 and verdicts[0].sub_domain == "hardware"
     assert verdicts[0].revision == 1
 
 
 def test_late_evidence_after_the_verdict_makes_a_new_revision(engine):
     # ── 0 start ── 60 FAILED ── (90 grace over: rev 1 unattributed) ── Xid stamped 59 arrives
-    verdicts = run(engine, [
-        ([], [start("9", 0, nodes=["gpu001"]), end("9", 60, "FAILED", nodes=["gpu001"])]),
-        ([line("tick", "gpu001", 100)], []),
-        ([line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu001", 59, "dmesg")], []),
-    ])
+    verdicts = run(
+        engine,
+        [
+            ([], [start("9", 0, nodes=["gpu001"]), end("9", 60, "FAILED", nodes=["gpu001"])]),
+            ([line("tick", "gpu001", 100)], []),
+            ([line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu001", 59, "dmesg")], []),
+        ],
+    )
     assert [(v.revision, v.sub_domain) for v in verdicts] == [(1, "unattributed"), (2, "hardware")]
 
 
 def test_late_plain_lines_do_not_make_a_new_revision(engine):
-    verdicts = run(engine, [
-        ([], [start("10", 0, nodes=["gpu001"]), end("10", 60, "FAILED", nodes=["gpu001"])]),
-        ([line("tick", "gpu001", 100)], []),
-        ([line("an ordinary line", "gpu001", 59)], []),
-    ])
+    verdicts = run(
+        engine,
+        [
+            ([], [start("10", 0, nodes=["gpu001"]), end("10", 60, "FAILED", nodes=["gpu001"])]),
+            ([line("tick", "gpu001", 100)], []),
+            ([line("an ordinary line", "gpu001", 59)], []),
+        ],
+    )
     assert [v.revision for v in verdicts] == [1]
 
 
@@ -127,40 +158,72 @@ def test_failed_job_with_no_evidence_is_unattributed(engine):
 
 
 def test_hardware_and_user_causes_independent_of_each_other_are_ambiguous(engine):
-    verdicts = run(engine, [([
-        line("CUDA out of memory", "gpu003", 100),
-        line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu009", 101, "dmesg"),
-    ], [start("12", 0), end("12", 200, "FAILED")])])
+    verdicts = run(
+        engine,
+        [
+            (
+                [
+                    line("CUDA out of memory", "gpu003", 100),
+                    line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu009", 101, "dmesg"),
+                ],
+                [start("12", 0), end("12", 200, "FAILED")],
+            )
+        ],
+    )
     verdict = verdicts[0]
     assert verdict.sub_domain == "ambiguous"
     assert verdict.failure_domains == ["hardware", "user"]
     assert verdict.uncertainty_type == "competing_domains"
     assert verdict.responsible_nodes == ["gpu009"]
-    assert sorted(c.symptom for c in verdict.chain if c.role == "root") == ["cuda_out_of_memory",
-                                                                            "gpu_fallen_off_bus"]
+    assert sorted(c.symptom for c in verdict.chain if c.role == "root") == [
+        "cuda_out_of_memory",
+        "gpu_fallen_off_bus",
+    ]
 
 
 def test_an_xid_before_the_job_started_is_context(engine):
     # -100 Xid 79 on gpu001 (another tenant's run) ── 0 start ── 60 FAILED, nothing else
-    verdicts = run(engine, [([line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu001", -100, "dmesg")],
-                             [start("13", 0), end("13", 60, "FAILED")])])
+    verdicts = run(
+        engine,
+        [
+            (
+                [line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu001", -100, "dmesg")],
+                [start("13", 0), end("13", 60, "FAILED")],
+            )
+        ],
+    )
     assert verdicts[0].sub_domain == "unattributed"
     assert [c.role for c in verdicts[0].chain] == ["context"]
 
 
 def test_watchdog_timeout_alone_is_ambiguous_not_blamed(engine):
-    verdicts = run(engine, [([line("Watchdog caught collective operation timeout: WorkNCCL", "gpu005", 700)],
-                             [start("14", 0), end("14", 800, "FAILED")])])
+    verdicts = run(
+        engine,
+        [
+            (
+                [line("Watchdog caught collective operation timeout: WorkNCCL", "gpu005", 700)],
+                [start("14", 0), end("14", 800, "FAILED")],
+            )
+        ],
+    )
     assert verdicts[0].sub_domain == "ambiguous"
     assert verdicts[0].uncertainty_type == "secondary_only"
     assert verdicts[0].responsible_nodes == []
 
 
 def test_watchdog_after_an_ib_error_is_downstream_of_it(engine):
-    verdicts = run(engine, [([
-        line("NET/IB : Got completion from peer 10.0.0.7 with error 12", "gpu002", 100),
-        line("Watchdog caught collective operation timeout: WorkNCCL", "gpu005", 700),
-    ], [start("15", 0), end("15", 800, "FAILED")])])
+    verdicts = run(
+        engine,
+        [
+            (
+                [
+                    line("NET/IB : Got completion from peer 10.0.0.7 with error 12", "gpu002", 100),
+                    line("Watchdog caught collective operation timeout: WorkNCCL", "gpu005", 700),
+                ],
+                [start("15", 0), end("15", 800, "FAILED")],
+            )
+        ],
+    )
     roles = {c.symptom: c.role for c in verdicts[0].chain}
     assert roles == {"nccl_ib_completion_error": "root", "nccl_watchdog_timeout": "downstream"}
     assert verdicts[0].sub_domain == "infrastructure"

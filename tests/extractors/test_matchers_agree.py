@@ -73,8 +73,7 @@ def test_matchers_agree_on_generated_lines(matchers, bundled_ruleset):
     pool = _example_texts(bundled_ruleset)
 
     @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(texts=st.lists(mutated_lines(pool), min_size=1, max_size=40),
-           source=st.sampled_from(SOURCES))
+    @given(texts=st.lists(mutated_lines(pool), min_size=1, max_size=40), source=st.sampled_from(SOURCES))
     def agree(texts, source):
         lines = _lines(texts, source)
         assert _key(fast.match_batch(lines)) == _key(slow.match_batch(lines))

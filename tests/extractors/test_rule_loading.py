@@ -33,7 +33,9 @@ def test_a_valid_ruleset_has_a_version_made_of_semver_and_content_hash(tmp_path)
 
 
 def test_unknown_key_is_reported_with_file_and_line(tmp_path):
-    write_ruleset(tmp_path, {"symptoms/t/t.good.yaml": GOOD.replace("priority: 60", "priority: 60\nseverity: x")})
+    write_ruleset(
+        tmp_path, {"symptoms/t/t.good.yaml": GOOD.replace("priority: 60", "priority: 60\nseverity: x")}
+    )
     with pytest.raises(RuleError) as caught:
         load_ruleset(tmp_path)
     problem = caught.value.problems[0]
@@ -42,10 +44,15 @@ def test_unknown_key_is_reported_with_file_and_line(tmp_path):
 
 
 def test_every_problem_in_every_file_is_reported_at_once(tmp_path):
-    write_ruleset(tmp_path, {
-        "symptoms/t/t.good.yaml": GOOD.replace("domain: hardware", "domain: cosmic"),
-        "symptoms/t/t.other.yaml": GOOD.replace("t.good", "t.other").replace("priority: 60", "priority: 600"),
-    })
+    write_ruleset(
+        tmp_path,
+        {
+            "symptoms/t/t.good.yaml": GOOD.replace("domain: hardware", "domain: cosmic"),
+            "symptoms/t/t.other.yaml": GOOD.replace("t.good", "t.other").replace(
+                "priority: 60", "priority: 600"
+            ),
+        },
+    )
     with pytest.raises(RuleError) as caught:
         load_ruleset(tmp_path)
     assert {p.rule_id for p in caught.value.problems} == {"t.good", "t.other"}
@@ -58,7 +65,9 @@ def test_file_name_must_equal_the_rule_id(tmp_path):
 
 
 def test_capture_used_as_entity_must_be_a_named_group(tmp_path):
-    write_ruleset(tmp_path, {"symptoms/t/t.good.yaml": GOOD.replace("priority: 60", "priority: 60\nentity: [pci]")})
+    write_ruleset(
+        tmp_path, {"symptoms/t/t.good.yaml": GOOD.replace("priority: 60", "priority: 60\nentity: [pci]")}
+    )
     with pytest.raises(RuleError, match="'pci' is not a named group"):
         load_ruleset(tmp_path)
 

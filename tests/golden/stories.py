@@ -42,20 +42,37 @@ def nodes(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i:03d}" for i in range(1, count + 1)]
 
 
-def healthy_noise(rng: random.Random, hosts: list[str], t0: int, t1: int, every_s: float = 20.0,
-                  job_id: str | None = None) -> list[dict[str, Any]]:
+def healthy_noise(
+    rng: random.Random, hosts: list[str], t0: int, t1: int, every_s: float = 20.0, job_id: str | None = None
+) -> list[dict[str, Any]]:
     """Lines a healthy training job and its nodes print all the time (none should match a rule)."""
     out = []
     step = int(every_s * 1000)
     for rank, host in enumerate(hosts):
         for t in range(t0 + rng.randrange(step), t1, step):
             it = (t - t0) // 1000
-            out.append(s.vector_applog(host, t, f"[rank {rank}] iteration {it:6d}/500000 | loss "
-                                       f"{2.0 + rng.random():.4f} | lr 3.0E-04 | 402.1 TFLOP/s", rank, job_id))
+            out.append(
+                s.vector_applog(
+                    host,
+                    t,
+                    f"[rank {rank}] iteration {it:6d}/500000 | loss "
+                    f"{2.0 + rng.random():.4f} | lr 3.0E-04 | 402.1 TFLOP/s",
+                    rank,
+                    job_id,
+                )
+            )
             if rng.random() < 0.3:
-                out.append(s.vector_applog(host, t + 7, f"{host}:{4000 + rank}:{4100 + rank} [{rank % 8}] "
-                                           f"NCCL INFO Channel 0{rank % 4}/0 : {rank}[{rank % 8}] -> "
-                                           f"{(rank + 1) % len(hosts)}[{(rank + 1) % 8}] via P2P/IPC", rank, job_id))
+                out.append(
+                    s.vector_applog(
+                        host,
+                        t + 7,
+                        f"{host}:{4000 + rank}:{4100 + rank} [{rank % 8}] "
+                        f"NCCL INFO Channel 0{rank % 4}/0 : {rank}[{rank % 8}] -> "
+                        f"{(rank + 1) % len(hosts)}[{(rank + 1) % 8}] via P2P/IPC",
+                        rank,
+                        job_id,
+                    )
+                )
             if rng.random() < 0.1:
                 out.append(s.raw_syslog(host, t + 11, "systemd[1]", "Started Session 4211 of user alice."))
             if rng.random() < 0.05:

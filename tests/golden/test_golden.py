@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from streams.backtest import backtest, latest_revisions
-from tests.golden.stories import RECORDINGS, STORIES, BASE_MS, DAY_MS
+from tests.golden.stories import BASE_MS, DAY_MS, RECORDINGS, STORIES
 
 EXPECTED = Path(__file__).parent / "expected"
 BUILT = {make.__name__: make(BASE_MS + i * DAY_MS) for i, make in enumerate(STORIES)}
@@ -33,8 +33,14 @@ def test_story_gives_its_expected_verdict(name, bundled_ruleset):
     assert len(verdicts) == 1, f"{name}: expected one verdict, got {[v.workload_id for v in verdicts]}"
     verdict = verdicts[0]
     expect = story.expect
-    for field in ("terminal_state", "sub_domain", "responsible_nodes", "uncertainty_type",
-                  "cancellation_actor", "failure_domains"):
+    for field in (
+        "terminal_state",
+        "sub_domain",
+        "responsible_nodes",
+        "uncertainty_type",
+        "cancellation_actor",
+        "failure_domains",
+    ):
         if field in expect:
             assert getattr(verdict, field) == expect[field], f"{name}: {field}"
     if "root_node" in expect:

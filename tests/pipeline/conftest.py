@@ -85,26 +85,33 @@ class Pipeline:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update({
-            "KAFKA_BOOTSTRAP_SERVERS": self.services.kafka,
-            "REDIS_URL": self.redis_url or self.services.redis,
-            "FAULTSTREAM_NAMESPACE": self.namespace,
-            "FAULTSTREAM_REDIS_PREFIX": self.prefix,
-            "FAULTSTREAM_GRACE_S": str(self.grace_s),
-            "FAULTSTREAM_TAIL_S": str(self.grace_s),
-            "FAULTSTREAM_PARTITIONS": "4",
-            "FAULTSTREAM_TICK_INTERVAL_S": "0.5",
-            "FAULTSTREAM_SESSION_TIMEOUT_S": "10",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "KAFKA_BOOTSTRAP_SERVERS": self.services.kafka,
+                "REDIS_URL": self.redis_url or self.services.redis,
+                "FAULTSTREAM_NAMESPACE": self.namespace,
+                "FAULTSTREAM_REDIS_PREFIX": self.prefix,
+                "FAULTSTREAM_GRACE_S": str(self.grace_s),
+                "FAULTSTREAM_TAIL_S": str(self.grace_s),
+                "FAULTSTREAM_PARTITIONS": "4",
+                "FAULTSTREAM_TICK_INTERVAL_S": "0.5",
+                "FAULTSTREAM_SESSION_TIMEOUT_S": "10",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         return env
 
     def start(self, *command: str, name: str) -> subprocess.Popen:
         log = (self.workdir / f"{name}.log").open("ab")
         run_dir = self.workdir / name
         run_dir.mkdir(exist_ok=True)
-        process = subprocess.Popen([sys.executable, "-m", "streams", *command], cwd=run_dir, env=self.env(),
-                                   stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streams", *command],
+            cwd=run_dir,
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         self.processes.append((name, process))
         return process
 
@@ -115,11 +122,18 @@ class Pipeline:
         return self.start("worker", "correlator", name=name)
 
     def load(self, *recordings: Path) -> None:
-        subprocess.run([sys.executable, "-m", "streams", "load", *map(str, recordings)], env=self.env(),
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-m", "streams", "load", *map(str, recordings)],
+            env=self.env(),
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
 
     def logs(self) -> str:
-        return "\n".join(f"== {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in self.workdir.glob("*.log"))
+        return "\n".join(
+            f"== {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in self.workdir.glob("*.log")
+        )
 
     def stop(self) -> None:
         for _, process in self.processes:

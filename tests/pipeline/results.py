@@ -48,8 +48,9 @@ def comparable(verdict: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def wait_for_verdicts(redis_url: str, prefix: str, expected: dict[str, dict], timeout_s: float = 120.0,
-                      settle_s: float = 3.0) -> dict[str, dict]:
+def wait_for_verdicts(
+    redis_url: str, prefix: str, expected: dict[str, dict], timeout_s: float = 120.0, settle_s: float = 3.0
+) -> dict[str, dict]:
     """Poll Redis until every expected workload has a verdict equal to the expected one (or the
     time runs out); returns what Redis holds, latest revision per workload."""
     deadline = time.monotonic() + timeout_s
@@ -66,9 +67,15 @@ def wait_for_verdicts(redis_url: str, prefix: str, expected: dict[str, dict], ti
 
 def read_topic(bootstrap: str, topic: str, idle_s: float = 3.0) -> list[tuple[bytes | None, Any]]:
     """Every record of a topic from the beginning, until it stays idle for ``idle_s``."""
+
     async def consume() -> list[tuple[bytes | None, Any]]:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-                                    enable_auto_commit=False, group_id=None)
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            group_id=None,
+        )
         await consumer.start()
         records = []
         try:

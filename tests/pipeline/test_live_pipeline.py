@@ -48,13 +48,19 @@ def test_two_extractors_and_two_correlators_on_four_partitions_give_the_same_ver
 
 
 def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revision(pipeline):
-    first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2:]
+    first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
     pipeline.extractor()
     victim = pipeline.correlator("correlator-a")
     pipeline.load(*first)
-    _wait_until(lambda: len(read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts",
-                                       idle_s=1.0)) >= 3, 90, pipeline)
+    _wait_until(
+        lambda: (
+            len(read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts", idle_s=1.0))
+            >= 3
+        ),
+        90,
+        pipeline,
+    )
     victim.send_signal(signal.SIGKILL)  # mid-run: later workloads of this half are still in flight
     victim.wait()
     pipeline.load(*second)
@@ -63,8 +69,9 @@ def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revi
     _assert_same(got, expected, pipeline)
     contents = defaultdict(set)
     for _, verdict in read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts"):
-        contents[(verdict["workload_id"], verdict["revision"])].add(orjson.dumps(comparable(verdict),
-                                                                                   option=orjson.OPT_SORT_KEYS))
+        contents[(verdict["workload_id"], verdict["revision"])].add(
+            orjson.dumps(comparable(verdict), option=orjson.OPT_SORT_KEYS)
+        )
     reused = {k: len(v) for k, v in contents.items() if len(v) > 1}
     assert not reused, f"revisions emitted with two different contents: {reused}"
 
@@ -77,7 +84,9 @@ def test_malformed_records_go_to_the_dead_letter_topic_with_reasons_and_the_pipe
     pipeline.load(recording)
     got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected)
     _assert_same(got, expected, pipeline)
-    dead = [value for _, value in read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.deadletter")]
+    dead = [
+        value for _, value in read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.deadletter")
+    ]
     reasons = sorted(d["reason"] for d in dead)
     assert len(dead) == 3, reasons
     assert any("without a host" in r for r in reasons)

@@ -23,8 +23,7 @@ LOCAL_URL = "redis://127.0.0.1:6379/0"
 
 def _answers(url: str) -> bool:
     # No client-side retries: a refused connection must answer False at once.
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1,
-                                  retry=Retry(NoBackoff(), 0))
+    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1, retry=Retry(NoBackoff(), 0))
     try:
         return bool(client.ping())
     except redis.RedisError:
@@ -97,10 +96,28 @@ class ThrowawayRedis:
 
     def start(self) -> None:
         subprocess.run(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--daemonize", "yes", "--pidfile", str(self.pidfile),
-             "--dir", str(self.workdir), "--logfile", str(self.workdir / "redis.log")],
-            check=True, stdin=subprocess.DEVNULL)
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(self.pidfile),
+                "--dir",
+                str(self.workdir),
+                "--logfile",
+                str(self.workdir / "redis.log"),
+            ],
+            check=True,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while not _answers(self.url):
             assert time.monotonic() < deadline, "throwaway redis-server did not answer"

@@ -35,24 +35,23 @@ async def _write(url: str, prefix: str, *verdicts: dict) -> None:
 @pytest.fixture
 def three_verdicts(redis_url, prefix) -> list[dict]:
     """Three jobs ended at 10:00, 11:00 and 12:00; returned latest first."""
-    verdicts = [make_verdict(f"job-{hour}", nodes=[f"node-{hour}"],
-                             end=f"2026-03-01T{hour}:00:00.000Z") for hour in (11, 10, 12)]
+    verdicts = [
+        make_verdict(f"job-{hour}", nodes=[f"node-{hour}"], end=f"2026-03-01T{hour}:00:00.000Z")
+        for hour in (11, 10, 12)
+    ]
     run(_write(redis_url, prefix, *verdicts))
     return sorted(verdicts, key=lambda v: v["job"]["end"], reverse=True)
 
 
-def test_verdicts_json_prints_one_verdict_per_line_latest_first(
-        redis_url, prefix, three_verdicts, capsys):
-    code = verdicts_command(["--redis-url", redis_url, "--prefix", prefix, "--json",
-                             "--limit", "2"])
+def test_verdicts_json_prints_one_verdict_per_line_latest_first(redis_url, prefix, three_verdicts, capsys):
+    code = verdicts_command(["--redis-url", redis_url, "--prefix", prefix, "--json", "--limit", "2"])
 
     lines = capsys.readouterr().out.splitlines()
     assert code == 0
     assert [orjson.loads(line) for line in lines] == three_verdicts[:2]
 
 
-def test_verdicts_table_shows_a_header_and_one_row_per_verdict(
-        redis_url, prefix, three_verdicts, capsys):
+def test_verdicts_table_shows_a_header_and_one_row_per_verdict(redis_url, prefix, three_verdicts, capsys):
     verdicts_command(["--redis-url", redis_url, "--prefix", prefix])
 
     header, *rows = capsys.readouterr().out.splitlines()
@@ -61,8 +60,7 @@ def test_verdicts_table_shows_a_header_and_one_row_per_verdict(
     assert "Fail Hardware" in rows[0] and "node-12" in rows[0]
 
 
-def test_verdicts_reads_redis_url_from_the_environment(
-        redis_url, prefix, three_verdicts, capsys, monkeypatch):
+def test_verdicts_reads_redis_url_from_the_environment(redis_url, prefix, three_verdicts, capsys, monkeypatch):
     monkeypatch.setenv("REDIS_URL", redis_url)
 
     verdicts_command(["--prefix", prefix, "--json", "--limit", "1"])

@@ -40,8 +40,7 @@ def test_recent_verdicts_come_latest_first(redis_url, prefix):
     morning = make_verdict("job-morning", end="2026-03-01T09:00:00.000Z")
     noon = make_verdict("job-noon", end="2026-03-01T12:00:00.000Z")
     evening = make_verdict("job-evening", end="2026-03-01T18:00:00.000Z")
-    noon_revised = make_verdict("job-noon", revision=2, nodes=["node-z"],
-                                end="2026-03-01T12:00:00.000Z")
+    noon_revised = make_verdict("job-noon", revision=2, nodes=["node-z"], end="2026-03-01T12:00:00.000Z")
 
     async def story() -> tuple[list[dict], list[dict], list[dict]]:
         await _write(redis_url, prefix, noon, evening, morning, noon_revised)

@@ -33,8 +33,7 @@ def write(url: str, prefix: str, *verdicts: dict, **options) -> RedisVerdictSink
 
 def snapshot(db: redis.Redis, prefix: str) -> dict[str, object]:
     """Everything under the prefix, key by key, to compare before and after."""
-    readers = {"hash": db.hgetall, "zset": lambda k: db.zrange(k, 0, -1, withscores=True),
-               "stream": db.xrange}
+    readers = {"hash": db.hgetall, "zset": lambda k: db.zrange(k, 0, -1, withscores=True), "stream": db.xrange}
     return {key: readers[db.type(key)](key) for key in sorted(db.scan_iter(match=f"{prefix}*"))}
 
 
@@ -77,11 +76,9 @@ def test_a_new_revision_replaces_the_old_and_moves_the_node_counters(redis_url, 
     assert stream_revisions(db, prefix) == [("job-1", "1"), ("job-1", "2")]
 
 
-def test_a_revision_that_changes_the_domain_moves_the_count_to_that_domain(
-        redis_url, prefix, db):
+def test_a_revision_that_changes_the_domain_moves_the_count_to_that_domain(redis_url, prefix, db):
     write(redis_url, prefix, make_verdict("job-1", revision=1, nodes=["node-a"]))
-    write(redis_url, prefix, make_verdict("job-1", revision=2, sub_domain="system_software",
-                                          nodes=["node-a"]))
+    write(redis_url, prefix, make_verdict("job-1", revision=2, sub_domain="system_software", nodes=["node-a"]))
 
     assert db.hgetall(f"{prefix}node:node-a") == {"system_software": "1"}
     assert worst(db, prefix, "hardware") == []
@@ -89,12 +86,15 @@ def test_a_revision_that_changes_the_domain_moves_the_count_to_that_domain(
 
 
 def test_worst_nodes_count_each_workload_once_by_its_latest_revision(redis_url, prefix, db):
-    write(redis_url, prefix,
-          make_verdict("job-1", revision=1, nodes=["node-a", "node-b"]),
-          make_verdict("job-2", revision=1, nodes=["node-a"]),
-          make_verdict("job-1", revision=2, nodes=["node-a"]),  # node-b cleared by late evidence
-          make_verdict("job-3", revision=1, terminal_state="success", sub_domain=None, nodes=[]),
-          make_verdict("job-4", revision=1, sub_domain="user", nodes=[]))
+    write(
+        redis_url,
+        prefix,
+        make_verdict("job-1", revision=1, nodes=["node-a", "node-b"]),
+        make_verdict("job-2", revision=1, nodes=["node-a"]),
+        make_verdict("job-1", revision=2, nodes=["node-a"]),  # node-b cleared by late evidence
+        make_verdict("job-3", revision=1, terminal_state="success", sub_domain=None, nodes=[]),
+        make_verdict("job-4", revision=1, sub_domain="user", nodes=[]),
+    )
 
     assert worst(db, prefix) == [("node-a", 2.0)]
     assert db.hgetall(f"{prefix}node:node-a") == {"hardware": "2"}
@@ -155,8 +155,9 @@ def test_each_applied_revision_is_published_once(redis_url, prefix, db):
 
 
 def test_recent_keeps_only_the_newest_recent_limit_workloads(redis_url, prefix, db):
-    verdicts = [make_verdict(f"job-{hour}", end=f"2026-03-01T{hour:02d}:00:00.000Z")
-                for hour in (9, 13, 11, 12, 10)]
+    verdicts = [
+        make_verdict(f"job-{hour}", end=f"2026-03-01T{hour:02d}:00:00.000Z") for hour in (9, 13, 11, 12, 10)
+    ]
 
     write(redis_url, prefix, *verdicts, recent_limit=3)
 
@@ -164,7 +165,8 @@ def test_recent_keeps_only_the_newest_recent_limit_workloads(redis_url, prefix, 
 
 
 def test_flush_retries_while_redis_is_down_and_delivers_after_it_returns(
-        throwaway_redis: ThrowawayRedis, prefix):
+    throwaway_redis: ThrowawayRedis, prefix
+):
     server = throwaway_redis
     verdicts = [make_verdict(f"job-{i}", nodes=["node-a"]) for i in range(3)]
 
@@ -216,8 +218,7 @@ def test_flush_gives_up_with_sink_error_after_retry_window(prefix):
     assert sink.pending == 1, "the verdict stays buffered: the caller must not commit"
 
 
-def test_a_key_of_the_wrong_type_fails_the_flush_at_once_and_writes_nothing(
-        redis_url, prefix, db):
+def test_a_key_of_the_wrong_type_fails_the_flush_at_once_and_writes_nothing(redis_url, prefix, db):
     db.set(f"{prefix}nodes:hardware", "someone else's string")
 
     async def story() -> float:

@@ -55,7 +55,7 @@ def test_jobcomp_end_record_alone_yields_start_and_end() -> None:
             JobEvent("job_end", "1234", END_MS, NODES, state="NODE_FAIL", start_ms=START_MS,
                      exit_code=0, signal=9, failed_node="gpu003", user="alice", name="train",
                      partition="gpu", origin=ORIGIN,
-                     extra={"cluster": "c1", "account": "ml", "qos": "normal",
+                     extra={"user_id": 1000, "cluster": "c1", "account": "ml", "qos": "normal",
                             "derived_ec": "0:0", "elapsed": 3600, "time_limit": 7200,
                             "work_dir": "/home/alice/run",
                             "std_out": "/home/alice/run/slurm-1234.out",
@@ -114,20 +114,22 @@ def test_jobcomp_pending_record_without_start_is_placed_at_the_kafka_timestamp()
     assert result.lines[0].text == "scheduler=slurm event=job_start workload=1234 nodes=- user=alice"
 
 
-def test_jobcomp_array_task_workload_is_array_job_underscore_task() -> None:
+def test_jobcomp_array_task_workload_is_its_own_jobid_as_slurm_lines_name_it() -> None:
     result = normalize(jobcomp(jobid=1240, array_job_id=1234, array_task_id=6))
-    assert {event.workload_id for event in result.events} == {"1234_6"}
-    assert result.lines[0].workload_id == "1234_6"
+    assert {event.workload_id for event in result.events} == {"1240"}
+    assert result.lines[0].workload_id == "1240"
+    end = next(e for e in result.events if e.kind == "job_end")
+    assert (end.extra["array_job_id"], end.extra["array_task_id"]) == (1234, 6)
 
 
-def test_jobcomp_het_job_component_workload_is_het_job_plus_offset() -> None:
+def test_jobcomp_het_job_component_workload_is_its_own_jobid() -> None:
     result = normalize(jobcomp(jobid=1235, het_job_id=1234, het_job_offset=1))
-    assert result.lines[0].workload_id == "1234+1"
+    assert result.lines[0].workload_id == "1235"
 
 
-def test_jobcomp_pack_aliases_name_het_jobs_too() -> None:
+def test_jobcomp_pack_aliases_still_use_the_components_own_jobid() -> None:
     result = normalize(jobcomp(jobid=1234, pack_job_id=1234, pack_job_offset=0))
-    assert result.lines[0].workload_id == "1234+0"
+    assert result.lines[0].workload_id == "1234"
 
 
 def test_jobcomp_no_val_array_fields_mean_not_an_array() -> None:
