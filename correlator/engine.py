@@ -50,11 +50,25 @@ class AttributionEngine:
 
     def feed(self, lines: Sequence[LogLine], events: Sequence[JobEvent]) -> list[Verdict]:
         """One batch: job events first, then lines; then event time advances to the batch's max."""
-        verdicts: list[Verdict] = []
+        return self.feed_extracted(events, *self.extract(lines))
+
+    def extract(self, lines: Sequence[LogLine]) -> tuple[BatchContribution, int | None]:
+        """Extract and collapse a batch (the part a worker process can do): what it contributes,
+        and its latest event time."""
+        symptoms = self.matcher.extract_batch(lines)
+        self.stats.lines += len(lines)
+        self.stats.symptoms += len(symptoms)
+        self.stats.by_rule.update(s.rule_id for s in symptoms)
+        latest = max((line.time_ms for line in lines), default=None)
+        return collapse_batch(lines, symptoms), latest
+
+    def feed_extracted(
+        self, events: Sequence[JobEvent], batch: BatchContribution, latest_ms: int | None
+    ) -> list[Verdict]:
         for event in events:
             self.on_job_event(event)
-        verdicts += self.on_lines(lines)
-        times = [line.time_ms for line in lines] + [event.time_ms for event in events]
+        verdicts = self.on_contribution(batch)
+        times = [t for t in (latest_ms, *(event.time_ms for event in events)) if t is not None]
         if times:
             verdicts += self.advance(max(times))
         return verdicts
@@ -66,11 +80,8 @@ class AttributionEngine:
 
     def on_lines(self, lines: Sequence[LogLine]) -> list[Verdict]:
         """Extract a batch, collapse it as the live extractor does, and route what it holds."""
-        self.stats.lines += len(lines)
-        symptoms = self.matcher.extract_batch(lines)
-        self.stats.symptoms += len(symptoms)
-        self.stats.by_rule.update(s.rule_id for s in symptoms)
-        return self.on_contribution(collapse_batch(lines, symptoms))
+        batch, _ = self.extract(lines)
+        return self.on_contribution(batch)
 
     def on_contribution(self, batch: BatchContribution) -> list[Verdict]:
         for (node, slot_ms), (count, _) in batch.node_lines.items():

@@ -1,28 +1,37 @@
 """Replay a recording through the engine, offline: the rule author's backtest.
 
-The same :class:`~correlator.engine.AttributionEngine` the live pipeline runs; records are read
-in file order and fed in batches, as the extractor worker fetches them from Kafka.
+The same :class:`~correlator.engine.AttributionEngine` the live pipeline's stages are made of.
+Records are read in file order and handled in batches, as the extractor worker fetches them
+from Kafka. With ``workers > 1`` the per-line work (parse, normalize, extract, collapse) runs in
+worker processes, batch by batch; the correlation stays in this process and consumes the batches
+in file order, so the verdicts are the same whatever the number of workers.
 """
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import os
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from correlator.batching import BatchContribution, collapse_batch
 from correlator.engine import AttributionEngine
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
+from extractors.matchers import HyperscanMatcher, ReferenceMatcher
 from streams.normalize import normalize_record
-from streams.recording import RawRecord, read_recording
+from streams.recording import parse_recording_line
 from streams.records import DeadLetter, JobEvent, LogLine
 
-__all__ = ["BacktestResult", "backtest", "latest_revisions"]
+__all__ = ["BacktestResult", "backtest", "default_workers", "latest_revisions"]
 
-BATCH_RECORDS = 4096
+#: Bytes of recording per batch (about 4,000 records of a few hundred bytes).
+BATCH_BYTES = 1 << 20
 
 
 @dataclass
@@ -35,23 +44,44 @@ class BacktestResult:
     dead_reasons: Counter = field(default_factory=Counter)
 
 
-def _batches(records: Iterable[RawRecord | DeadLetter], size: int) -> Iterator[list[RawRecord | DeadLetter]]:
-    batch: list[RawRecord | DeadLetter] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+@dataclass
+class _Extracted:
+    """What one batch of recording lines amounts to, ready for the correlator."""
+
+    records: int
+    lines: int
+    events: list[JobEvent]
+    batch: BatchContribution
+    latest_ms: int | None
+    dead: list[DeadLetter]
+    by_rule: Counter
 
 
-def _normalize(
-    batch: list[RawRecord | DeadLetter], dead: list[DeadLetter]
-) -> tuple[list[LogLine], list[JobEvent]]:
+def _raw_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(number of the block's first line, whole lines of about ``block_bytes``): one bytes object
+    per batch is all a worker process needs, and the cheapest thing to hand it."""
+    line_no = 1
+    with path.open("rb") as handle:
+        while True:
+            block = handle.read(block_bytes)
+            if not block:
+                return
+            if not block.endswith(b"\n"):
+                block += handle.readline()
+            yield line_no, block
+            line_no += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+def _normalize(first: int, block: bytes) -> tuple[int, list[LogLine], list[JobEvent], list[DeadLetter]]:
     lines: list[LogLine] = []
     events: list[JobEvent] = []
-    for record in batch:
+    dead: list[DeadLetter] = []
+    records = 0
+    for offset, raw in enumerate(block.split(b"\n")):
+        if not raw.strip():
+            continue
+        records += 1
+        record = parse_recording_line(raw, first + offset)
         if isinstance(record, DeadLetter):
             dead.append(record)
             continue
@@ -59,25 +89,83 @@ def _normalize(
         lines += out.lines
         events += out.events
         dead += out.dead
-    return lines, events
+    return records, lines, events, dead
+
+
+_MATCHER: HyperscanMatcher | ReferenceMatcher | None = None
+
+
+def _worker_init(ruleset: Ruleset, reference: bool = False) -> None:
+    global _MATCHER
+    # one database and scratch space per process; the re reference matcher for comparisons
+    _MATCHER = ReferenceMatcher(ruleset) if reference else HyperscanMatcher(ruleset)
+    _relax_gc()
+
+
+def _relax_gc() -> None:
+    """A batch allocates a few hundred thousand short-lived objects and no reference cycles:
+    the default thresholds would run the cycle collector hundreds of times per batch over
+    everything alive (rules, models), which costs more than the work itself."""
+    gc.freeze()
+    gc.set_threshold(200_000, 50, 100)
+
+
+def _extract(job: tuple[int, bytes]) -> _Extracted:
+    first, block = job
+    assert _MATCHER is not None
+    records, lines, events, dead = _normalize(first, block)
+    symptoms = _MATCHER.extract_batch(lines)
+    latest = max((line.time_ms for line in lines), default=None)
+    by_rule = Counter(s.rule_id for s in symptoms)
+    return _Extracted(records, len(lines), events, collapse_batch(lines, symptoms), latest, dead, by_rule)
+
+
+def _extracted_batches(
+    path: Path, ruleset: Ruleset, workers: int, size: int, reference: bool
+) -> Iterator[_Extracted]:
+    if workers <= 1:
+        _worker_init(ruleset, reference)
+        yield from map(_extract, _raw_blocks(path, size))
+        return
+    context = multiprocessing.get_context("fork")
+    with context.Pool(workers, initializer=_worker_init, initargs=(ruleset, reference)) as pool:
+        yield from pool.imap(_extract, _raw_blocks(path, size), chunksize=1)
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def backtest(
-    path: Path, ruleset: Ruleset, settings: CorrelatorSettings | None = None, batch_records: int = BATCH_RECORDS
+    path: Path,
+    ruleset: Ruleset,
+    settings: CorrelatorSettings | None = None,
+    batch_bytes: int = BATCH_BYTES,
+    workers: int = 1,
+    reference_matcher: bool = False,
 ) -> BacktestResult:
-    engine = AttributionEngine(ruleset, settings)
-    dead: list[DeadLetter] = []
-    verdicts: list[Verdict] = []
-    records = 0
+    """Replay ``path``; ``reference_matcher`` swaps Hyperscan for the ``re`` matcher (benchmarks)."""
+    engine = AttributionEngine(ruleset, settings, matcher=_NoMatcher())
+    result = BacktestResult([], [], engine=engine)
     started = time.perf_counter()
-    for batch in _batches(read_recording(path), batch_records):
-        records += len(batch)
-        lines, events = _normalize(batch, dead)
-        verdicts += engine.feed(lines, events)
-    verdicts += engine.flush()
-    result = BacktestResult(verdicts, dead, records, time.perf_counter() - started, engine)
-    result.dead_reasons.update(_reason_kind(d.reason) for d in dead)
+    for extracted in _extracted_batches(path, ruleset, workers, batch_bytes, reference_matcher):
+        result.records += extracted.records
+        result.dead_letters += extracted.dead
+        engine.stats.lines += extracted.lines
+        engine.stats.symptoms += sum(extracted.by_rule.values())
+        engine.stats.by_rule.update(extracted.by_rule)
+        result.verdicts += engine.feed_extracted(extracted.events, extracted.batch, extracted.latest_ms)
+    result.verdicts += engine.flush()
+    result.seconds = time.perf_counter() - started
+    result.dead_reasons.update(_reason_kind(d.reason) for d in result.dead_letters)
     return result
+
+
+class _NoMatcher:
+    """The backtest's engine only correlates: extraction runs in ``_extract`` (here or in workers)."""
+
+    def extract_batch(self, lines: list) -> list:
+        raise AssertionError("extraction runs in the worker processes")
 
 
 def _reason_kind(reason: str) -> str:

@@ -30,6 +30,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("json", "table"), default="json")
     parser.add_argument("--all-revisions", action="store_true", help="every revision, not only the last")
     parser.add_argument("--grace", type=float, default=None, help="grace period for late lines, seconds")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes for parsing and extraction (default: CPUs, at most 4)",
+    )
     parser.set_defaults(handler=run_backtest)
 
 
@@ -44,7 +50,7 @@ def _check_inputs(paths: list[Path]) -> None:
 def run_backtest(args: argparse.Namespace) -> int:
     from correlator.settings import CorrelatorSettings
     from extractors.loader import load_ruleset
-    from streams.backtest import backtest, latest_revisions
+    from streams.backtest import backtest, default_workers, latest_revisions
     from streams.verdict_table import verdict_table
 
     _check_inputs(args.input)
@@ -57,7 +63,7 @@ def run_backtest(args: argparse.Namespace) -> int:
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     try:
         for path in args.input:
-            result = backtest(path, ruleset, settings)
+            result = backtest(path, ruleset, settings, workers=args.workers or default_workers())
             verdicts = result.verdicts if args.all_revisions else latest_revisions(result.verdicts)
             if args.format == "table":
                 out.write(verdict_table(verdicts) + "\n")

@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from streams.records import DeadLetter, TopicRecord
 
-__all__ = ["RawRecord", "read_recording"]
+__all__ = ["RawRecord", "parse_recording_line", "read_recording"]
+
+_FIELDS = frozenset(TopicRecord.model_fields)
 
 
 @dataclass(slots=True)
@@ -24,15 +26,19 @@ class RawRecord:
     origin: str
 
 
-def _fast_shape_ok(data: Any) -> bool:
+def _fast(data: Any, line_no: int) -> RawRecord | None:
     """The common case checked without pydantic; anything odd gets the model's full check."""
-    return (
-        type(data) is dict
-        and type(data.get("topic")) is str
-        and type(data.get("value")) in (dict, str)
-        and (data.get("key") is None or type(data["key"]) is str)
-        and (data.get("timestamp") is None or type(data["timestamp"]) is int)
-        and len(data) <= 6
+    if type(data) is not dict or len(data) > 6:
+        return None
+    topic, value, key, stamp = data.get("topic"), data.get("value"), data.get("key"), data.get("timestamp")
+    if type(topic) is not str or (type(value) is not dict and type(value) is not str):
+        return None
+    if (key is not None and type(key) is not str) or (stamp is not None and type(stamp) is not int):
+        return None
+    if len(data) > 4 and not set(data) <= _FIELDS:
+        return None
+    return RawRecord(
+        topic, value, key, stamp, _origin(data, line_no) if len(data) > 4 else f"{topic}:@{line_no}"
     )
 
 
@@ -49,15 +55,17 @@ def parse_recording_line(raw: bytes, line_no: int) -> RawRecord | DeadLetter:
         return DeadLetter(
             f"recording line {line_no}: not JSON ({exc})", "", f"@{line_no}", raw.decode("utf-8", "replace")
         )
-    if not _fast_shape_ok(data):
-        try:
-            data = TopicRecord.model_validate(data).model_dump()
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "record"
-            topic = data.get("topic", "") if isinstance(data, dict) else ""
-            reason = f"recording line {line_no}: {where}: {first['msg']}"
-            return DeadLetter(reason, str(topic), f"@{line_no}", data)
+    fast = _fast(data, line_no)
+    if fast is not None:
+        return fast
+    try:
+        data = TopicRecord.model_validate(data).model_dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "record"
+        topic = data.get("topic", "") if isinstance(data, dict) else ""
+        reason = f"recording line {line_no}: {where}: {first['msg']}"
+        return DeadLetter(reason, str(topic), f"@{line_no}", data)
     return RawRecord(
         data["topic"], data["value"], data.get("key"), data.get("timestamp"), _origin(data, line_no)
     )

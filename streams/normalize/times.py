@@ -82,6 +82,8 @@ def time_value_ms(value: object) -> int | None:
         return epoch_number_ms(value)
     if not isinstance(value, str):
         return None
+    if value[4:5] == "-":  # RFC 3339, the common string form: skip the numeric test
+        return rfc3339_ms(value)
     if value[:1].isdecimal() and value.replace(".", "", 1).isdecimal():
         return epoch_number_ms(float(value))
     return rfc3339_ms(value)

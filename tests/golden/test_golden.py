@@ -70,3 +70,14 @@ def test_recordings_are_exactly_what_the_story_builders_write(tmp_path):
     write_all(tmp_path)
     for name in BUILT:
         assert (tmp_path / f"{name}.jsonl").read_bytes() == (RECORDINGS / f"{name}.jsonl").read_bytes(), name
+
+
+def test_worker_processes_do_not_change_any_verdict(bundled_ruleset, tmp_path):
+    """Parsing and extraction in two processes, correlation in order here: same verdicts."""
+    combined = tmp_path / "all.jsonl"
+    combined.write_bytes(b"".join(p.read_bytes() for p in sorted(RECORDINGS.glob("*.jsonl"))))
+    one = backtest(combined, bundled_ruleset, workers=1)
+    two = backtest(combined, bundled_ruleset, workers=2)
+    assert [_verdict_json(v) for v in one.verdicts] == [_verdict_json(v) for v in two.verdicts]
+    assert len(latest_revisions(one.verdicts)) == len(BUILT)
+    assert one.records == two.records and len(one.dead_letters) == len(two.dead_letters) == 3

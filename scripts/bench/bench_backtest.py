@@ -1,0 +1,127 @@
+"""``faultstream backtest`` end to end (read, parse, normalize, extract, correlate), in one run
+beside two baselines: only reading and JSON-decoding the same file, and the same backtest with
+the ``re`` reference matcher on a slice of it.
+
+    python -m scripts.bench.bench_backtest [--lines 1000000] [--keep FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from extractors.loader import load_ruleset
+from scripts.bench.workload import iso, lines
+from streams.backtest import backtest, default_workers
+
+T0 = 1_714_557_600_000
+
+
+def _record(text: str, source: str, host: str, ms: int) -> dict:
+    if source == "applog":
+        value = {
+            "host": host,
+            "message": text,
+            "source_type": "file",
+            "timestamp": iso(ms),
+            "file": "/var/log/train/rank0.log",
+        }
+        return {"topic": "logs.applog", "value": value, "key": None, "timestamp": ms + 50}
+    if source == "dmesg":
+        value = {"@timestamp": ms / 1000, "log": f"[ 8123.123456] {text}", "hostname": host}
+        return {"topic": "logs.dmesg", "value": value, "key": None, "timestamp": ms + 50}
+    value = {"@timestamp": ms / 1000, "MESSAGE": text, "_HOSTNAME": host, "SYSLOG_IDENTIFIER": "kernel"}
+    return {"topic": "logs.syslog", "value": value, "key": None, "timestamp": ms + 50}
+
+
+def _jobcomp(jobid: int, start: int, end: int, nodes: str) -> dict:
+    fmt = lambda ms: iso(ms)[:19]  # noqa: E731
+    value = {
+        "jobid": jobid,
+        "username": "alice",
+        "user_id": 1001,
+        "@start": fmt(start),
+        "@end": fmt(end),
+        "nodes": nodes,
+        "state": "FAILED",
+        "exit_code": "1:0",
+        "partition": "gpu",
+        "job_name": "bench",
+    }
+    return {"topic": "events.scheduler", "value": value, "key": str(jobid), "timestamp": end + 100}
+
+
+def write_recording(path: Path, count: int) -> int:
+    """``count`` log lines over ~3 h from 256 nodes, plus 64 jobs of 4 nodes each."""
+    step = max(1, 3 * 3600 * 1000 // count)
+    with path.open("wb") as out:
+        for index, (text, source, host) in enumerate(lines(count)):
+            out.write(orjson.dumps(_record(text, source, host, T0 + index * step)) + b"\n")
+        for job in range(64):
+            start = T0 + job * 60_000
+            first = (job * 4) % 256
+            out.write(
+                orjson.dumps(
+                    _jobcomp(9000 + job, start, start + 2 * 3600 * 1000, f"gpu[{first:04d}-{first + 3:04d}]")
+                )
+                + b"\n"
+            )
+    return count
+
+
+def _read_only(path: Path) -> float:
+    started = time.perf_counter()
+    with path.open("rb") as handle:
+        for raw in handle:
+            orjson.loads(raw)
+    return time.perf_counter() - started
+
+
+def _backtest_with_re(path: Path, limit: int) -> tuple[int, float]:
+    head = path.with_suffix(".head.jsonl")
+    with path.open("rb") as src, head.open("wb") as dst:
+        for _, raw in zip(range(limit), src, strict=False):
+            dst.write(raw)
+    result = backtest(head, load_ruleset(), workers=1, reference_matcher=True)
+    return result.engine.stats.lines, result.seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--re-lines", type=int, default=20_000)
+    parser.add_argument("--keep", type=Path, default=None, help="write the recording here and keep it")
+    args = parser.parse_args()
+    path = args.keep or Path(tempfile.mkdtemp()) / "bench.jsonl"
+    write_recording(path, args.lines)
+    ruleset = load_ruleset()
+    read_s = _read_only(path)
+    single = backtest(path, ruleset, workers=1)
+    result = backtest(path, ruleset, workers=default_workers())
+    re_lines, re_s = _backtest_with_re(path, args.re_lines)
+    stats = result.engine.stats
+    assert [v.model_dump() for v in single.verdicts] == [v.model_dump() for v in result.verdicts]
+    print(
+        f"recording: {path.stat().st_size / 2**20:,.0f} MiB, {result.records:,} records, "
+        f"{stats.lines:,} lines, {stats.symptoms:,} symptoms, {len(result.verdicts)} verdicts"
+    )
+    print(f"{'stage':<44}{'lines':>12}{'seconds':>10}{'lines/s':>14}")
+    print(
+        f"{'read + orjson.loads only (upper bound)':<44}{stats.lines:>12,}{read_s:>10.2f}"
+        f"{stats.lines / read_s:>14,.0f}"
+    )
+    print(
+        f"{'faultstream backtest, 1 process':<44}{stats.lines:>12,}{single.seconds:>10.2f}"
+        f"{stats.lines / single.seconds:>14,.0f}"
+    )
+    label = f"faultstream backtest, {default_workers()} worker processes"
+    print(f"{label:<44}{stats.lines:>12,}{result.seconds:>10.2f}{stats.lines / result.seconds:>14,.0f}")
+    print(f"{'faultstream backtest with re matcher':<44}{re_lines:>12,}{re_s:>10.2f}{re_lines / re_s:>14,.0f}")
+
+
+if __name__ == "__main__":
+    main()
