@@ -192,7 +192,9 @@ def _job_facts(decision: Decision) -> JobFacts:
 
 def _detail(decision: Decision, responsible: list[str]) -> str:
     root = decision.root
-    downstream = sum(1 for i in decision.items if i.role in ("echo", "downstream", "companion"))
+    echoes = [i for i in decision.items if i.role in ("echo", "downstream", "companion")]
+    downstream = sum(i.group.count for i in echoes)
+    echo_nodes = {i.node for i in echoes if i.node}
     if decision.terminal_state == "success":
         return "workload completed successfully"
     if root is None:
@@ -209,5 +211,5 @@ def _detail(decision: Decision, responsible: list[str]) -> str:
     if len(responsible) > 1:
         text += "; nodes " + ", ".join(responsible)
     if downstream:
-        text += f"; {downstream} downstream symptom group(s)"
+        text += f"; {downstream} downstream line(s) on {len(echo_nodes)} node(s)"
     return text

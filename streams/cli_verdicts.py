@@ -24,7 +24,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--redis-url", default=None, help=f"Redis to read (default: $REDIS_URL, else {DEFAULT_REDIS_URL})"
     )
-    parser.add_argument("--prefix", default="faultstream:", help="key prefix the sink wrote with")
+    parser.add_argument("--prefix", default=None,
+                        help="key prefix the sink wrote with (default: FAULTSTREAM_REDIS_PREFIX or faultstream:)")
     parser.add_argument(
         "--limit", type=int, default=20, help="how many of the latest verdicts to print first (default 20)"
     )
@@ -41,6 +42,7 @@ def run_verdicts(args: argparse.Namespace) -> int:
     from streams.cli import UsageError
 
     url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    args.prefix = args.prefix or os.environ.get("FAULTSTREAM_REDIS_PREFIX") or "faultstream:"
     if args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
     try:

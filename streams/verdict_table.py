@@ -8,7 +8,7 @@ from correlator.verdict import Verdict
 
 __all__ = ["verdict_table"]
 
-COLUMNS = (("WORKLOAD", 14), ("END", 20), ("OUTCOME", 24), ("NODES", 18), ("ROOT SYMPTOM", 30), ("REV", 3))
+COLUMNS = (("WORKLOAD", 20), ("END", 19), ("OUTCOME", 22), ("NODES", 16), ("ROOT SYMPTOM", 30), ("REV", 3))
 
 
 def _row(verdict: Verdict) -> tuple[str, ...]:

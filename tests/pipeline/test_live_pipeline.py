@@ -101,3 +101,80 @@ def _wait_until(condition, timeout_s: float, pipeline) -> None:
             return
         time.sleep(0.5)
     raise AssertionError(f"timed out\n{pipeline.logs()}")
+
+
+def test_redis_down_for_a_few_seconds_delays_verdicts_but_loses_none(pipeline, tmp_path):
+    recordings = [
+        p
+        for p in ALL_RECORDINGS
+        if p.stem in ("xid79_one_of_sixteen", "cuda_oom_amid_nccl_noise", "scancel_by_user", "success")
+    ]
+    expected = expected_verdicts(recordings, pipeline.grace_s)
+    redis = PrivateRedis(tmp_path / "redis")
+    redis.start()
+    pipeline.redis_url = redis.url
+    try:
+        pipeline.extractor()
+        pipeline.correlator()
+        time.sleep(5)  # let the correlator join and connect before Redis goes away
+        redis.stop()
+        pipeline.load(*recordings)
+        time.sleep(8)  # verdicts are due now; the sink keeps retrying
+        redis.start()
+        got = wait_for_verdicts(redis.url, pipeline.prefix, expected, timeout_s=120)
+        _assert_same(got, expected, pipeline)
+        assert "Redis write failed" in pipeline.logs(), "the outage was not noticed: did Redis really stop?"
+    finally:
+        redis.stop()
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, on a free port, so stopping it disturbs nobody."""
+
+    def __init__(self, directory) -> None:
+        import socket
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import subprocess
+
+        subprocess.run(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "yes",
+                "--dir",
+                str(self.directory),
+                "--pidfile",
+                str(self.directory / "redis.pid"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        for _ in range(50):
+            if (
+                subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip()
+                == b"PONG"
+            ):
+                return
+            time.sleep(0.1)
+        raise AssertionError("private redis-server did not start")
+
+    def stop(self) -> None:
+        import subprocess
+
+        subprocess.run(["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True)

@@ -1,0 +1,618 @@
+"""The live extractor on a real Kafka, side by side with a plain faust per-event agent doing the
+same work and with a consumer that does no work at all; then job-end → verdict latency with the
+extractor busy and a correlator running.
+
+    python -m scripts.bench.bench_extractor [--lines 1000000] [--latency-lines 1000000]
+
+Every run gets its own topic namespace (``bench<random>.``), consumer groups and Redis prefix,
+so runs never see each other's records; the records themselves are deterministic. Kafka and Redis
+come from ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL``, else from ``scripts/services.sh`` (started,
+and stopped again at the end, only if they were not running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from scripts.bench.bench_backtest import T0
+from scripts.bench.kafka_load import (
+    REPO,
+    GroupProgress,
+    Message,
+    Worker,
+    bulk_producer,
+    delete_namespace_topics,
+    jobcomp_message,
+    log_messages,
+    now_ms,
+    publish,
+)
+from streams.admin import ensure_topics
+from streams.settings import Settings, load_settings
+from streams.topics import Topics
+
+TARGET_RATE = 150_000  # lines/s per extractor process
+TARGET_RATIO = 10.0  # extractor / faust per-event agent
+TARGET_RSS_MB = 500.0
+LATENCY_SLACK_S = 1.0  # p99 job end → verdict ≤ grace + this
+GRACE_S = 2.0
+EVENT_SPAN_MS = 3 * 3600 * 1000  # the preload's event times span 3 h, as in bench_backtest
+BENCH_JOBS = 64  # jobcomp records in the preload, as in bench_backtest
+STATS = re.compile(r"extractor stopped: ExtractorStats\((.*?)\)$", re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Results and printing
+
+
+@dataclass
+class StageResult:
+    stage: str
+    lines: int  # lines in the measured span
+    seconds: float
+    startup_s: float  # process start → first progress seen (imports, group join, rule database)
+    rss_mb: float
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.lines / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class JobSent:
+    jobid: int
+    end_s: int  # @end, whole seconds as Slurm writes it
+    produced: float  # wall clock just before the send
+    extractor_lag: int  # ingest records not yet committed by the extractor at that moment
+    verdict_at: float | None = None
+
+
+@dataclass
+class LatencyResult:
+    jobs: list[JobSent]
+    backlog: int
+    live_rate: int
+    spread_s: float
+    drained_after_s: float | None  # first job publish → the extractor's backlog gone
+    extractor_rss_mb: float
+    correlator_rss_mb: float
+    notes: list[str] = field(default_factory=list)
+
+
+def _pass(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def print_table(rows: list[StageResult], extractor: StageResult, faust: StageResult) -> None:
+    print(f"{'stage':<48}{'lines':>11}{'seconds':>9}{'lines/s':>10}{'start-up s':>12}{'peak RSS MB':>13}")
+    for row in rows:
+        print(
+            f"{row.stage:<48}{row.lines:>11,}{row.seconds:>9.2f}{row.rate:>10,.0f}"
+            f"{row.startup_s:>12.1f}{row.rss_mb:>13.0f}"
+        )
+        if row.note:
+            print(f"{'':<4}{row.note}")
+    ratio = extractor.rate / faust.rate if faust.rate else math.inf
+    print()
+    print(f"{'target':<34}{'measured':>14}{'':>4}result")
+    checks = [
+        (f"extractor ≥ {TARGET_RATE:,} lines/s", f"{extractor.rate:,.0f}", extractor.rate >= TARGET_RATE),
+        (f"extractor ≥ {TARGET_RATIO:.0f}x faust per-event", f"{ratio:.1f}x", ratio >= TARGET_RATIO),
+        (f"extractor peak RSS < {TARGET_RSS_MB:.0f} MB", f"{extractor.rss_mb:.0f} MB", extractor.rss_mb < 500),
+    ]
+    for label, value, ok in checks:
+        print(f"{label:<34}{value:>14}{'':>4}{_pass(ok)}")
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest rank: with 50 samples p99 is the largest, as it should be for a tail bound."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+
+
+def print_latency(result: LatencyResult) -> None:
+    done = [j for j in result.jobs if j.verdict_at is not None]
+    lags = sorted(j.extractor_lag for j in result.jobs)
+    print()
+    print(
+        f"latency under load: {len(result.jobs)} Slurm job-end records over {result.spread_s:.0f} s; "
+        f"extractor backlog {result.backlog:,} lines, live producer {result.live_rate:,} lines/s"
+    )
+    print(
+        f"  extractor lag when a job-end was produced: min {lags[0]:,}, median {lags[len(lags) // 2]:,}, "
+        f"max {lags[-1]:,} records; backlog drained "
+        + (f"{result.drained_after_s:.1f} s after the first job end" if result.drained_after_s else "never")
+    )
+    print(
+        f"  peak RSS under load: extractor {result.extractor_rss_mb:.0f} MB, "
+        f"correlator {result.correlator_rss_mb:.0f} MB"
+    )
+    if not done:
+        print("  no verdict arrived")
+        return
+    target = GRACE_S + LATENCY_SLACK_S
+    for label, start in (("produced", lambda j: j.produced), ("@end", lambda j: float(j.end_s))):
+        seconds = [j.verdict_at - start(j) for j in done]  # type: ignore[operator]
+        p50, p99 = percentile(seconds, 0.50), percentile(seconds, 0.99)
+        print(
+            f"  job-end {label:<9}→ verdict in Redis: p50 {p50:5.2f} s  p99 {p99:5.2f} s  "
+            f"max {max(seconds):5.2f} s   target p99 ≤ {target:.1f} s: {_pass(p99 <= target)}"
+        )
+    if len(done) < len(result.jobs):
+        print(f"  {len(result.jobs) - len(done)} of {len(result.jobs)} verdicts never arrived")
+    for note in result.notes:
+        print(f"  {note}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Services and per-run context
+
+
+def ensure_services() -> Callable[[], None] | None:
+    """Point KAFKA_BOOTSTRAP_SERVERS / REDIS_URL at running services; returns how to stop the
+    ones this run started (None when they were already up or are external)."""
+    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS") and os.environ.get("REDIS_URL"):
+        return None
+    script = REPO / "scripts" / "services.sh"
+    already = subprocess.run(["bash", str(script), "status"], capture_output=True).returncode == 0
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, check=True)
+    for line in started.stdout.splitlines():
+        if line.startswith("export "):
+            name, _, value = line.removeprefix("export ").partition("=")
+            os.environ[name] = value
+    if already:
+        return None
+    return lambda: subprocess.run(["bash", str(script), "stop"], capture_output=True, check=False)
+
+
+@dataclass
+class Run:
+    settings: Settings
+    workdir: Path
+    records: int = 0  # ingest records published
+
+    @property
+    def namespace(self) -> str:
+        return self.settings.namespace
+
+    @property
+    def ingest(self) -> list[str]:
+        return list(Topics.from_settings(self.settings).ingest)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"FAULTSTREAM_NAMESPACE": self.namespace, **extra}
+
+    def spawn(self, name: str, argv: list[str], **extra_env: str) -> Worker:
+        return Worker.spawn(name, argv, self.env(**extra_env), self.workdir)
+
+    def spawn_role(self, name: str, role: str, *args: str) -> Worker:
+        argv = ["-m", "scripts.bench.bench_extractor", "--role", role, "--namespace", self.namespace, *args]
+        return self.spawn(name, argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# Preload
+
+
+def preload_messages(count: int) -> Iterator[Message]:
+    """bench_backtest's workload: ``count`` lines over 3 h from 256 nodes, 64 jobs of 4 nodes."""
+    yield from log_messages(count, T0, EVENT_SPAN_MS / count)
+    for job in range(BENCH_JOBS):
+        start = T0 + job * 60_000
+        first = (job * 4) % 256
+        yield jobcomp_message(9000 + job, start, start + 2 * 3600 * 1000, f"gpu[{first:04d}-{first + 3:04d}]")
+
+
+async def preload(run: Run, messages: Iterator[Message]) -> float:
+    await ensure_topics(run.settings)
+    producer = bulk_producer(run.settings)
+    await producer.start()
+    started = time.perf_counter()
+    try:
+        run.records += await publish(producer, run.settings, messages)
+    finally:
+        await producer.stop()
+    return time.perf_counter() - started
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 1: a consumer that does nothing (runs as a child process under --role plain-consumer)
+
+
+async def plain_consumer(settings: Settings, expected: int) -> None:
+    """getmany with the extractor's fetch settings, counting only; prints one JSON line."""
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(
+        *Topics.from_settings(settings).ingest,
+        group_id=f"{settings.namespace}bench-plain",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=8 << 20,
+        fetch_max_bytes=64 << 20,
+        **settings.aiokafka_options(),
+    )
+    await consumer.start()
+    count, first = 0, None
+    try:
+        while count < expected:
+            fetched = await consumer.getmany(timeout_ms=settings.batch_timeout_ms, max_records=5000)
+            got = sum(len(batch) for batch in fetched.values())
+            count += got
+            if got and first is None:  # like the extractor's span: from the first batch done
+                first = (time.monotonic(), count)
+    finally:
+        await consumer.stop()
+    assert first is not None
+    span = {"first": first[0], "first_count": first[1], "last": time.monotonic(), "count": count}
+    print("RESULT " + orjson.dumps(span).decode(), flush=True)
+
+
+async def measure_plain(run: Run) -> StageResult:
+    worker = run.spawn_role("plain-consumer", "plain-consumer", "--expect", str(run.records))
+    rss = 0.0
+    while worker.process.poll() is None:  # the child exits by itself once it has read everything
+        with contextlib.suppress(OSError, StopIteration):
+            rss = max(rss, worker.peak_rss_mb())
+        await asyncio.sleep(0.05)
+    line = next((x for x in worker.tail().splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"plain consumer failed:\n{worker.tail()}")
+    span = orjson.loads(line.removeprefix("RESULT "))
+    return StageResult(
+        "plain aiokafka getmany, no work (upper bound)",
+        span["count"] - span["first_count"],
+        span["last"] - span["first"],
+        span["first"] - worker.started,
+        rss,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 2: the extractor worker
+
+
+async def measure_extractor(run: Run) -> StageResult:
+    worker = run.spawn("extractor", ["-m", "streams", "worker", "extractor"])
+    try:
+        async with GroupProgress(run.settings, f"{run.namespace}faultstream-extractor", run.ingest) as group:
+            span = await group.wait_for(run.records, alive=worker.check_alive)
+        rss = worker.peak_rss_mb()
+    finally:
+        worker.stop()
+    stats = STATS.search(worker.tail(20_000))
+    note = f"worker's own stats: {stats.group(1)}" if stats else "worker's stats line missing from its log"
+    startup = span.start - worker.started
+    return StageResult(
+        "faultstream extractor worker, 1 process", span.records, span.seconds, startup, rss, note
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 3: a plain faust per-event agent doing the same work (child process, --role faust-agent)
+
+
+def faust_agent(settings: Settings, progress_path: Path) -> None:
+    """A minimal faust app: per event decode, normalize, extract, send each symptom."""
+    import faust
+
+    from extractors.loader import load_ruleset
+    from extractors.matchers import HyperscanMatcher
+    from streams.normalize import normalize_record
+
+    topics = Topics.from_settings(settings)
+    matcher = HyperscanMatcher(load_ruleset())
+    app = faust.App(
+        f"{settings.namespace}bench-faust-agent",
+        broker=f"kafka://{settings.kafka_bootstrap_servers}",
+        store="memory://",
+        web_enabled=False,
+        topic_partitions=settings.partitions,
+        consumer_auto_offset_reset="earliest",
+    )
+    ingest = app.topic(*topics.ingest, key_serializer="raw", value_serializer="raw")
+    out = app.topic(settings.topic("bench.faust-symptoms"), key_serializer="raw", value_serializer="raw")
+    progress = {"records": 0, "lines": 0, "symptoms": 0, "first": 0.0, "last": 0.0}
+
+    @app.agent(ingest)
+    async def extract(stream: faust.StreamT) -> None:
+        async for value in stream:
+            message = stream.current_event.message  # type: ignore[union-attr]
+            progress["first"] = progress["first"] or time.time()
+            origin = f"{message.topic}:{message.partition}:{message.offset}"
+            key = message.key.decode() if message.key else None
+            normalized = normalize_record(
+                message.topic, orjson.loads(value), key, int(message.timestamp * 1000), origin, topics.ingest
+            )
+            symptoms = matcher.extract_batch(normalized.lines)
+            for symptom in symptoms:
+                await out.send(key=(symptom.node or "").encode(), value=orjson.dumps(symptom.to_dict()))
+            progress["records"] += 1
+            progress["lines"] += len(normalized.lines)
+            progress["symptoms"] += len(symptoms)
+            progress["last"] = time.time()
+
+    @app.timer(interval=0.2)
+    async def report() -> None:  # the parent reads this file: a commit-offset poll is too coarse
+        scratch = progress_path.with_suffix(".tmp")
+        scratch.write_bytes(orjson.dumps(progress))
+        scratch.replace(progress_path)
+
+    faust.Worker(app, loglevel="info").execute_from_commandline()
+
+
+async def _follow_progress(worker: Worker, path: Path, total: int, time_box_s: float) -> dict:
+    """The agent's progress once it has read ``total`` records or ran for ``time_box_s``."""
+    progress: dict = {"first": 0.0}
+    while True:
+        worker.check_alive()
+        with contextlib.suppress(FileNotFoundError):
+            progress = orjson.loads(path.read_bytes())
+        if progress["first"] and (
+            progress["records"] >= total or time.time() - progress["first"] >= time_box_s
+        ):
+            return progress
+        if not progress["first"] and time.monotonic() - worker.started > 120:
+            raise RuntimeError(f"faust agent consumed nothing in 120 s:\n{worker.tail()}")
+        await asyncio.sleep(0.2)
+
+
+async def measure_faust(run: Run, time_box_s: float) -> StageResult:
+    progress_path = run.workdir / "faust-progress.json"
+    worker = run.spawn_role("faust-agent", "faust-agent", "--progress", str(progress_path))
+    try:
+        progress = await _follow_progress(worker, progress_path, run.records, time_box_s)
+        rss = worker.peak_rss_mb()
+    finally:
+        worker.stop()
+    complete = progress["records"] >= run.records
+    note = (
+        "consumed everything"
+        if complete
+        else f"time-boxed: {progress['records']:,} of {run.records:,} records in {time_box_s:.0f} s"
+    )
+    return StageResult(
+        "plain faust per-event agent, 1 process",
+        progress["lines"],
+        progress["last"] - progress["first"],
+        progress["first"] - worker.started_wall,
+        rss,
+        f"{note}; {progress['symptoms']:,} symptoms sent",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Stage 4: job end → verdict latency with the extractor busy
+
+
+async def follow(url: str, prefix: str, position: str, jobs: dict[str, JobSent]) -> None:
+    """Stamp each job with the wall time its first verdict revision reached Redis."""
+    from sinks.redis_reader import follow_verdicts
+
+    async for verdict in follow_verdicts(url, prefix, position, block_ms=1000):
+        job = jobs.get(str(verdict.get("workload_id")))
+        if job is not None and job.verdict_at is None:
+            job.verdict_at = time.time()
+
+
+async def live_lines(run: Run, rate: int, stop: asyncio.Event) -> None:
+    """Keep the cluster talking: ``rate`` lines/s with event time now, in 100 ms chunks."""
+    producer = bulk_producer(run.settings)
+    await producer.start()
+    try:
+        for chunk in range(1_000_000):
+            if stop.is_set():
+                break
+            tick = time.monotonic()
+            chunk_lines = log_messages(rate // 10, now_ms(), 0, seed=chunk)
+            run.records += await publish(producer, run.settings, chunk_lines)
+            await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
+    finally:
+        await producer.stop()
+
+
+async def job_ends(run: Run, count: int, spread_s: float, group: GroupProgress) -> list[JobSent]:
+    """``count`` job-end records over ``spread_s``, each sent just after a whole second so that
+    its ``@end`` (whole seconds, as Slurm writes it) is the moment it is produced."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(acks="all", linger_ms=0, **run.settings.aiokafka_options())
+    await producer.start()
+    sent: list[JobSent] = []
+    begin = time.time()
+    try:
+        for index in range(count):
+            end_s = math.ceil(begin + index * spread_s / count)
+            await asyncio.sleep(max(0.0, end_s - time.time()))
+            lag = run.records - await group.committed()
+            first = (index * 4) % 256
+            message = jobcomp_message(
+                700_000 + index, (end_s - 600) * 1000, end_s * 1000, f"gpu[{first:04d}-{first + 3:04d}]"
+            )
+            produced = time.time()
+            await producer.send_and_wait(run.settings.topic(message.topic), message.value, key=message.key)
+            run.records += 1
+            sent.append(JobSent(700_000 + index, end_s, produced, lag))
+    finally:
+        await producer.stop()
+    return sent
+
+
+async def wait_ready(worker: Worker, marker: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while marker not in worker.tail(200_000):
+        worker.check_alive()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{worker.name} not ready after {timeout_s:.0f} s:\n{worker.tail()}")
+        await asyncio.sleep(0.2)
+
+
+async def drained_at(run: Run, group: GroupProgress, stop: asyncio.Event) -> float | None:
+    """Wall time the extractor first caught up with the producers (lag under one live chunk)."""
+    while not stop.is_set():
+        if run.records - await group.committed() <= 5_000:
+            return time.time()
+        await asyncio.sleep(0.25)
+    return None
+
+
+async def measure_latency(run: Run, args: argparse.Namespace, spread_s: float) -> LatencyResult:
+    from sinks.redis_reader import stream_position
+
+    prefix = f"{run.namespace.rstrip('.')}:"
+    redis_url = run.settings.redis_url
+    # The backlog: the last minute of the cluster's logs, not yet extracted.
+    backlog = log_messages(args.latency_lines, now_ms() - 60_000, 60_000 / args.latency_lines, seed=11)
+    await preload(run, backlog)
+    correlator = run.spawn(
+        "correlator",
+        ["-m", "streams", "worker", "correlator", "--log-level", args.correlator_log_level],
+        FAULTSTREAM_GRACE_S=str(GRACE_S),
+        FAULTSTREAM_TAIL_S=str(GRACE_S),
+        FAULTSTREAM_REDIS_PREFIX=prefix,
+    )
+    workers = [correlator]
+    stop = asyncio.Event()
+    by_id: dict[str, JobSent] = {}
+    tasks: list[asyncio.Task] = []
+    try:
+        await wait_ready(correlator, "Ready", 120)
+        position = await stream_position(redis_url, prefix)
+        tasks.append(asyncio.create_task(follow(redis_url, prefix, position, by_id)))
+        extractor = run.spawn("extractor", ["-m", "streams", "worker", "extractor"])
+        workers.append(extractor)
+        async with GroupProgress(run.settings, f"{run.namespace}faultstream-extractor", run.ingest) as group:
+            await group.wait_for(1, alive=extractor.check_alive)  # busy from here on
+            tasks.append(asyncio.create_task(live_lines(run, args.live_rate, stop)))
+            drain = asyncio.create_task(drained_at(run, group, stop))
+            jobs = await job_ends(run, args.jobs, spread_s, group)
+            by_id.update({str(j.jobid): j for j in jobs})
+            await _wait_verdicts(jobs, workers, args.verdict_timeout)
+            stop.set()
+            drained = await drain
+        rss = [w.peak_rss_mb() for w in (extractor, correlator)]
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for worker in workers:
+            worker.stop()
+    first_job = min(j.produced for j in jobs)
+    return LatencyResult(
+        jobs,
+        args.latency_lines,
+        args.live_rate,
+        spread_s,
+        drained - first_job if drained else None,
+        rss[0],
+        rss[1],
+        [f"logs: {run.workdir}/{{correlator,extractor}}.log"],
+    )
+
+
+async def _wait_verdicts(jobs: list[JobSent], workers: list[Worker], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(j.verdict_at is None for j in jobs) and time.monotonic() < deadline:
+        for worker in workers:
+            worker.check_alive()
+        await asyncio.sleep(0.1)
+
+
+async def cleanup_redis(url: str, prefix: str) -> None:
+    from sinks.redis_client import connect
+
+    client = connect(url, name="bench-cleanup")
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+
+async def bench(args: argparse.Namespace) -> None:
+    tag = secrets.token_hex(3)  # a fresh namespace per run: inputs are deterministic, names are not
+    workdir = Path(tempfile.mkdtemp(prefix=f"bench-extractor-{tag}-"))
+    main = Run(load_settings(namespace=f"bench{tag}."), workdir / "throughput")
+    latency = Run(load_settings(namespace=f"bench{tag}-lat."), workdir / "latency")
+    try:
+        preload_s = await preload(main, preload_messages(args.lines))
+        print(
+            f"namespace {main.namespace}: preloaded {main.records:,} records ({args.lines:,} log lines, "
+            f"{BENCH_JOBS} Slurm job ends) to 4 ingest topics x {main.settings.partitions} partitions "
+            f"in {preload_s:.1f} s; broker {main.settings.kafka_bootstrap_servers}, {os.cpu_count()} cores"
+        )
+        plain = await measure_plain(main)
+        extractor = await measure_extractor(main)
+        faust = await measure_faust(main, args.faust_seconds)
+        print()
+        print_table([plain, extractor, faust], extractor, faust)
+        if args.latency_lines:
+            spread = min(60.0, max(5.0, 0.8 * args.latency_lines / max(extractor.rate, 1.0)))
+            print_latency(await measure_latency(latency, args, spread))
+    finally:
+        if not args.keep_topics:
+            for run in (main, latency):
+                await delete_namespace_topics(run.settings)
+            await cleanup_redis(latency.settings.redis_url, f"{latency.namespace.rstrip('.')}:")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lines", type=int, default=1_000_000, help="log lines in the throughput preload")
+    parser.add_argument("--latency-lines", type=int, default=1_000_000, help="latency-run backlog; 0 skips it")
+    parser.add_argument("--faust-seconds", type=float, default=90.0, help="time box of the faust agent")
+    parser.add_argument("--jobs", type=int, default=50, help="job-end records in the latency run")
+    parser.add_argument("--live-rate", type=int, default=2_000, help="lines/s published during the latency run")
+    parser.add_argument("--verdict-timeout", type=float, default=150.0)
+    parser.add_argument("--correlator-log-level", default="INFO")
+    parser.add_argument("--keep-topics", action="store_true")
+    # Child-process roles (the benchmark starts these itself).
+    roles = ("bench", "plain-consumer", "faust-agent")
+    parser.add_argument("--role", default="bench", choices=roles, help=argparse.SUPPRESS)
+    parser.add_argument("--namespace", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--expect", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--progress", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.role == "plain-consumer":
+        asyncio.run(plain_consumer(load_settings(namespace=args.namespace), args.expect))
+        return
+    if args.role == "faust-agent":
+        faust_agent(load_settings(namespace=args.namespace), args.progress)
+        return
+    stop_services = ensure_services()
+    try:
+        asyncio.run(bench(args))
+    finally:
+        if stop_services is not None:
+            stop_services()
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
