@@ -24,8 +24,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--redis-url", default=None, help=f"Redis to read (default: $REDIS_URL, else {DEFAULT_REDIS_URL})"
     )
-    parser.add_argument("--prefix", default=None,
-                        help="key prefix the sink wrote with (default: FAULTSTREAM_REDIS_PREFIX or faultstream:)")
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="key prefix the sink wrote with (default: FAULTSTREAM_REDIS_PREFIX or faultstream:)",
+    )
     parser.add_argument(
         "--limit", type=int, default=20, help="how many of the latest verdicts to print first (default 20)"
     )

@@ -492,7 +492,7 @@ async def measure_latency(run: Run, args: argparse.Namespace, spread_s: float) -
     by_id: dict[str, JobSent] = {}
     tasks: list[asyncio.Task] = []
     try:
-        await wait_ready(correlator, "Ready", 120)
+        await wait_ready(correlator, "Worker ready", 120)  # table recovery done, fetching
         position = await stream_position(redis_url, prefix)
         tasks.append(asyncio.create_task(follow(redis_url, prefix, position, by_id)))
         extractor = run.spawn("extractor", ["-m", "streams", "worker", "extractor"])

@@ -33,3 +33,12 @@ def test_every_stable_rule_has_positive_and_negative_examples():
     for rule in _RULESET.symptom_rules:
         if rule.status in ("stable", "test"):
             assert rule.examples.match and rule.examples.no_match, rule.id
+
+
+def test_the_checked_in_rule_catalog_is_what_the_rules_say():
+    from extractors.catalog import render_catalog
+
+    catalog = (REPO / "docs" / "rule-catalog.md").read_text(encoding="utf-8")
+    assert catalog == render_catalog(_RULESET), (
+        "regenerate: python -m extractors.catalog > docs/rule-catalog.md"
+    )
