@@ -174,7 +174,7 @@ class WorkloadCorrelator:
         groups += list(run.direct.values())
         lines = sum(e.lines for e in state.evidence.values()) + run.direct_lines
         verdict = decide(run, groups, self.ruleset, self.rules_by_id, lines)
-        digest = _digest(verdict)
+        digest = _digest(verdict, sorted(state.evidence))
         if digest == run.last_verdict_digest:
             return []
         run.revision += 1
@@ -197,7 +197,9 @@ class WorkloadCorrelator:
         return touched
 
 
-def _digest(verdict: Verdict) -> str:
-    """Identity of a verdict's content; counts of plain lines alone never make a new revision."""
+def _digest(verdict: Verdict, reported: list[str]) -> str:
+    """Identity of a verdict's content. Late plain lines alone never make a new revision, but a
+    node whose report was still missing when the run was decided does (its lines now count)."""
     body = verdict.model_dump(mode="json", exclude={"revision", "lines_seen"})
+    body["reported_nodes"] = reported
     return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

@@ -126,7 +126,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
-def print_latency(result: LatencyResult) -> None:
+def print_latency(result: LatencyResult, details: bool) -> None:
     done = [j for j in result.jobs if j.verdict_at is not None]
     lags = sorted(j.extractor_lag for j in result.jobs)
     print()
@@ -158,6 +158,13 @@ def print_latency(result: LatencyResult) -> None:
         print(f"  {len(result.jobs) - len(done)} of {len(result.jobs)} verdicts never arrived")
     for note in result.notes:
         print(f"  {note}")
+    if details:
+        for job in result.jobs:
+            arrived = f"{job.verdict_at - job.produced:6.2f} s" if job.verdict_at else "never"
+            print(
+                f"    job {job.jobid} @end {time.strftime('%H:%M:%S', time.gmtime(job.end_s))}Z "
+                f"sent +{job.produced - job.end_s:.3f} s, lag {job.extractor_lag:,}, verdict after {arrived}"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,7 +447,7 @@ async def job_ends(run: Run, count: int, spread_s: float, group: GroupProgress) 
         for index in range(count):
             end_s = math.ceil(begin + index * spread_s / count)
             await asyncio.sleep(max(0.0, end_s - time.time()))
-            lag = run.records - await group.committed()
+            lag = max(0, run.records - await group.committed())  # acks lag commits a little
             first = (index * 4) % 256
             message = jobcomp_message(
                 700_000 + index, (end_s - 600) * 1000, end_s * 1000, f"gpu[{first:04d}-{first + 3:04d}]"
@@ -570,7 +577,7 @@ async def bench(args: argparse.Namespace) -> None:
         print_table([plain, extractor, faust], extractor, faust)
         if args.latency_lines:
             spread = min(60.0, max(5.0, 0.8 * args.latency_lines / max(extractor.rate, 1.0)))
-            print_latency(await measure_latency(latency, args, spread))
+            print_latency(await measure_latency(latency, args, spread), args.details)
     finally:
         if not args.keep_topics:
             for run in (main, latency):
@@ -588,6 +595,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--verdict-timeout", type=float, default=150.0)
     parser.add_argument("--correlator-log-level", default="INFO")
     parser.add_argument("--keep-topics", action="store_true")
+    parser.add_argument("--details", action="store_true", help="print every job's latency")
     # Child-process roles (the benchmark starts these itself).
     roles = ("bench", "plain-consumer", "faust-agent")
     parser.add_argument("--role", default="bench", choices=roles, help=argparse.SUPPRESS)

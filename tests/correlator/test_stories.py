@@ -249,3 +249,25 @@ def test_state_older_than_retention_is_expired(engine):
     engine.feed([line("NCCL WARN Connection closed by remote peer", "gpu002", 0)], [])
     engine.feed([line("tick", "gpu003", 3 * 3600)], [])
     assert "gpu002" not in engine.nodes.states
+
+
+def test_a_run_decided_before_its_nodes_were_known_is_revised_when_they_report(engine):
+    # Kubernetes events are keyed by event uid, so a pod's "Scheduled" can arrive after the Job's
+    # end: decided first on what names the job, revised once the node is known and reports.
+    assign = JobEvent(kind="node_assign", workload_id="17", time_ms=at(0), nodes=("gpu003",))
+    verdicts = run(
+        engine,
+        [
+            (
+                [line("NVRM: Xid (PCI:0000:01:00): 79, pid=1", "gpu003", 50, "dmesg")],
+                [end("17", 60, "FAILED", nodes=(), start_s=0)],
+            ),
+            ([line("tick", "gpu001", 200)], []),
+            ([], [assign]),
+            ([line("tick", "gpu001", 300)], []),
+        ],
+    )
+    assert [(v.revision, v.sub_domain, v.responsible_nodes) for v in verdicts] == [
+        (1, "unattributed", []),
+        (2, "hardware", ["gpu003"]),
+    ]
