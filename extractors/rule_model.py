@@ -69,6 +69,13 @@ _ID = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 _SYMPTOM = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+)*$")
 
 
+def _check_id(value: str) -> str:
+    if not _ID.match(value):
+        msg = f"id {value!r} must be lowercase words joined by '.', '_' or '-'"
+        raise ValueError(msg)
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -119,13 +126,7 @@ class SymptomRule(_Strict):
     references: list[str] = Field(default_factory=list)
     examples: Examples
 
-    @field_validator("id")
-    @classmethod
-    def _dotted_lowercase_id(cls, value: str) -> str:
-        if not _ID.match(value):
-            msg = f"id {value!r} must be lowercase words joined by '.', '_' or '-'"
-            raise ValueError(msg)
-        return value
+    _dotted_lowercase_id = field_validator("id")(classmethod(lambda cls, value: _check_id(value)))
 
     @field_validator("tags")
     @classmethod
@@ -199,10 +200,4 @@ class RefinerRule(_Strict):
     set_role: Literal["downstream", "companion", "context"]
     references: list[str] = Field(default_factory=list)
 
-    @field_validator("id")
-    @classmethod
-    def _dotted_lowercase_id(cls, value: str) -> str:
-        if not _ID.match(value):
-            msg = f"id {value!r} must be lowercase words joined by '.', '_' or '-'"
-            raise ValueError(msg)
-        return value
+    _dotted_lowercase_id = field_validator("id")(classmethod(lambda cls, value: _check_id(value)))

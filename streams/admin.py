@@ -32,6 +32,19 @@ async def wait_for_kafka(settings: Settings, timeout_s: float = 60.0) -> AIOKafk
             await asyncio.sleep(1.0)
 
 
+async def _check_partitions(admin: AIOKafkaAdminClient, names: list[str], expected: int) -> None:
+    """Internal topics are partitioned by key with ``crc32(key) % partitions``: a topic with another
+    partition count would silently send keys where no state for them lives."""
+    for description in await admin.describe_topics(names):
+        count = len(description.get("partitions") or [])
+        if count and count != expected:
+            msg = (
+                f"topic {description['topic']} has {count} partitions but partitions={expected}; "
+                "set FAULTSTREAM_PARTITIONS to match, or use a new namespace"
+            )
+            raise ValueError(msg)
+
+
 async def ensure_topics(settings: Settings) -> None:
     topics = Topics.from_settings(settings)
     admin = await wait_for_kafka(settings)
@@ -42,5 +55,6 @@ async def ensure_topics(settings: Settings) -> None:
             with contextlib.suppress(TopicAlreadyExistsError):  # another worker created them first
                 await admin.create_topics(missing)
             log.info("created topics %s", [t.name for t in missing])
+        await _check_partitions(admin, [topics.node_events, topics.workload_events], topics.partitions)
     finally:
         await admin.close()

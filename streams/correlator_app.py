@@ -14,6 +14,7 @@ sends ticks to every partition so that idle partitions still reach a job's end p
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -22,7 +23,7 @@ import orjson
 
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
-from sinks.base import Sink
+from sinks.base import Sink, SinkError
 from streams import wire
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.settings import Settings
@@ -31,6 +32,8 @@ from streams.topics import Topics, partition_for
 __all__ = ["build_correlator_app"]
 
 log = logging.getLogger("faultstream.correlator")
+
+SINK_RETRY_PAUSE_S = 5.0
 
 
 def _credentials(settings: Settings) -> Any:
@@ -144,7 +147,7 @@ class _Stage:
             for sink in self.sinks:
                 await sink.add(body)
         for sink in self.sinks if verdicts else []:
-            await sink.flush()  # retried inside; the event is acked (offset committable) only after this
+            await _flush_until_done(sink)
         for verdict in verdicts:
             log.info(
                 "verdict %s rev %d: %s",
@@ -152,6 +155,18 @@ class _Stage:
                 verdict.revision,
                 verdict.verdict.attribution_outcome,
             )
+
+
+async def _flush_until_done(sink: Sink) -> None:
+    """The event is acknowledged (its offset committable) only after this returns: when a sink
+    gives up after its own retry window, keep trying — back-pressure, never a lost verdict."""
+    while True:
+        try:
+            await sink.flush()
+            return
+        except SinkError as exc:
+            log.error("verdict sink still failing, retrying in %.0f s: %s", SINK_RETRY_PAUSE_S, exc)
+            await asyncio.sleep(SINK_RETRY_PAUSE_S)
 
 
 class _StrTable:

@@ -34,6 +34,17 @@ async def load_recordings(settings: Settings, paths: list[Path], speed: float | 
     return counts
 
 
+def _topic_for(settings: Settings, recorded: str) -> str:
+    """A recording names the default topics; publish to the configured ones (and namespace)."""
+    renamed = {
+        "logs.syslog": settings.topic_syslog,
+        "logs.dmesg": settings.topic_dmesg,
+        "logs.applog": settings.topic_applog,
+        "events.scheduler": settings.topic_scheduler,
+    }
+    return settings.topic(renamed.get(recorded, recorded))
+
+
 async def _publish(
     producer: AIOKafkaProducer, settings: Settings, path: Path, speed: float | None, counts: dict[str, int]
 ) -> None:
@@ -52,7 +63,7 @@ async def _publish(
         value = record.value.encode() if isinstance(record.value, str) else orjson.dumps(record.value)
         pending.append(
             await producer.send(
-                settings.topic(record.topic),
+                _topic_for(settings, record.topic),
                 value,
                 key=record.key.encode() if record.key else None,
                 timestamp_ms=record.timestamp_ms,

@@ -116,11 +116,16 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         if not isinstance(loaded, dict):
             msg = f"{path}: a config file holds one mapping of setting: value"
             raise ValueError(msg)
-        file_values = loaded
+        file_values = {_field_name(k): v for k, v in loaded.items()}
     env_set = {name for name in Settings.model_fields if _from_env(name)}
     merged = {k: v for k, v in file_values.items() if k not in env_set}
     merged.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**merged)
+
+
+def _field_name(key: str) -> str:
+    """A config-file key as the field it sets (``KAFKA_BOOTSTRAP_SERVERS`` → ``kafka_bootstrap_servers``)."""
+    return {"KAFKA_BOOTSTRAP_SERVERS": "kafka_bootstrap_servers", "REDIS_URL": "redis_url"}.get(key, key)
 
 
 def _from_env(name: str) -> bool:

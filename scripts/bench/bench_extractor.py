@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import math
 import os
 import re
@@ -42,6 +43,7 @@ from scripts.bench.kafka_load import (
     now_ms,
     publish,
 )
+from scripts.bench.workload import lines
 from streams.admin import ensure_topics
 from streams.settings import Settings, load_settings
 from streams.topics import Topics
@@ -79,7 +81,7 @@ class JobSent:
     jobid: int
     end_s: int  # @end, whole seconds as Slurm writes it
     produced: float  # wall clock just before the send
-    extractor_lag: int  # ingest records not yet committed by the extractor at that moment
+    extractor_lag: int = 0  # ingest records not yet committed by the extractor at that moment
     verdict_at: float | None = None
 
 
@@ -126,6 +128,14 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
 
+def _drained(after_s: float | None) -> str:
+    if after_s is None:
+        return "the backlog never drained"
+    if after_s <= 0:
+        return f"the backlog drained {-after_s:.1f} s BEFORE the first job end (not under load)"
+    return f"the backlog drained {after_s:.1f} s after the first job end"
+
+
 def print_latency(result: LatencyResult, details: bool) -> None:
     done = [j for j in result.jobs if j.verdict_at is not None]
     lags = sorted(j.extractor_lag for j in result.jobs)
@@ -136,8 +146,7 @@ def print_latency(result: LatencyResult, details: bool) -> None:
     )
     print(
         f"  extractor lag when a job-end was produced: min {lags[0]:,}, median {lags[len(lags) // 2]:,}, "
-        f"max {lags[-1]:,} records; backlog drained "
-        + (f"{result.drained_after_s:.1f} s after the first job end" if result.drained_after_s else "never")
+        f"max {lags[-1]:,} records; {_drained(result.drained_after_s)}"
     )
     print(
         f"  peak RSS under load: extractor {result.extractor_rss_mb:.0f} MB, "
@@ -219,7 +228,7 @@ class Run:
 
 def preload_messages(count: int) -> Iterator[Message]:
     """bench_backtest's workload: ``count`` lines over 3 h from 256 nodes, 64 jobs of 4 nodes."""
-    yield from log_messages(count, T0, EVENT_SPAN_MS / count)
+    yield from log_messages(lines(count), T0, EVENT_SPAN_MS / count)
     for job in range(BENCH_JOBS):
         start = T0 + job * 60_000
         first = (job * 4) % 256
@@ -420,45 +429,64 @@ async def follow(url: str, prefix: str, position: str, jobs: dict[str, JobSent])
 
 async def live_lines(run: Run, rate: int, stop: asyncio.Event) -> None:
     """Keep the cluster talking: ``rate`` lines/s with event time now, in 100 ms chunks."""
+    # Drawn from a pool made once: workload.lines() loads the ruleset (~0.8 s) on every call.
+    pool = itertools.cycle(list(lines(max(rate, 1) * 10, seed=13)))
     producer = bulk_producer(run.settings)
     await producer.start()
     try:
-        for chunk in range(1_000_000):
-            if stop.is_set():
-                break
+        while not stop.is_set():
             tick = time.monotonic()
-            chunk_lines = log_messages(rate // 10, now_ms(), 0, seed=chunk)
-            run.records += await publish(producer, run.settings, chunk_lines)
+            chunk = log_messages(itertools.islice(pool, rate // 10), now_ms(), 0)
+            run.records += await publish(producer, run.settings, chunk)
             await asyncio.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
     finally:
         await producer.stop()
 
 
-async def job_ends(run: Run, count: int, spread_s: float, group: GroupProgress) -> list[JobSent]:
+async def job_ends(run: Run, count: int, spread_s: float, jobs: dict[str, JobSent]) -> None:
     """``count`` job-end records over ``spread_s``, each sent just after a whole second so that
-    its ``@end`` (whole seconds, as Slurm writes it) is the moment it is produced."""
+    its ``@end`` (whole seconds, as Slurm writes it) is the moment it is produced. Each job is
+    registered in ``jobs`` before it is sent, so the Redis follower can stamp its verdict."""
     from aiokafka import AIOKafkaProducer
 
     producer = AIOKafkaProducer(acks="all", linger_ms=0, **run.settings.aiokafka_options())
     await producer.start()
-    sent: list[JobSent] = []
     begin = time.time()
     try:
         for index in range(count):
             end_s = math.ceil(begin + index * spread_s / count)
             await asyncio.sleep(max(0.0, end_s - time.time()))
-            lag = max(0, run.records - await group.committed())  # acks lag commits a little
             first = (index * 4) % 256
+            jobid = 700_000 + index
             message = jobcomp_message(
-                700_000 + index, (end_s - 600) * 1000, end_s * 1000, f"gpu[{first:04d}-{first + 3:04d}]"
+                jobid, (end_s - 600) * 1000, end_s * 1000, f"gpu[{first:04d}-{first + 3:04d}]"
             )
-            produced = time.time()
+            jobs[str(jobid)] = JobSent(jobid, end_s, time.time())
             await producer.send_and_wait(run.settings.topic(message.topic), message.value, key=message.key)
             run.records += 1
-            sent.append(JobSent(700_000 + index, end_s, produced, lag))
     finally:
         await producer.stop()
-    return sent
+
+
+@dataclass
+class LagLog:
+    """The extractor's lag (ingest records acknowledged by the broker, not yet committed by the
+    extractor), sampled every 0.25 s by one task so the job-end sends never wait for it."""
+
+    samples: list[tuple[float, int]] = field(default_factory=list)
+
+    async def run(self, run: Run, group: GroupProgress, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            committed = await group.committed()
+            self.samples.append((time.time(), max(0, run.records - committed)))  # acks trail commits a bit
+            await asyncio.sleep(0.25)
+
+    def at(self, wall: float) -> int:
+        before = [lag for at, lag in self.samples if at <= wall]
+        return before[-1] if before else self.samples[0][1]
+
+    def drained(self, caught_up: int) -> float | None:
+        return next((at for at, lag in self.samples if lag <= caught_up), None)
 
 
 async def wait_ready(worker: Worker, marker: str, timeout_s: float) -> None:
@@ -470,13 +498,12 @@ async def wait_ready(worker: Worker, marker: str, timeout_s: float) -> None:
         await asyncio.sleep(0.2)
 
 
-async def drained_at(run: Run, group: GroupProgress, stop: asyncio.Event) -> float | None:
-    """Wall time the extractor first caught up with the producers (lag under one live chunk)."""
-    while not stop.is_set():
-        if run.records - await group.committed() <= 5_000:
-            return time.time()
-        await asyncio.sleep(0.25)
-    return None
+def correlator_env(prefix: str) -> dict[str, str]:
+    return {
+        "FAULTSTREAM_GRACE_S": str(GRACE_S),
+        "FAULTSTREAM_TAIL_S": str(GRACE_S),
+        "FAULTSTREAM_REDIS_PREFIX": prefix,
+    }
 
 
 async def measure_latency(run: Run, args: argparse.Namespace, spread_s: float) -> LatencyResult:
@@ -485,35 +512,25 @@ async def measure_latency(run: Run, args: argparse.Namespace, spread_s: float) -
     prefix = f"{run.namespace.rstrip('.')}:"
     redis_url = run.settings.redis_url
     # The backlog: the last minute of the cluster's logs, not yet extracted.
-    backlog = log_messages(args.latency_lines, now_ms() - 60_000, 60_000 / args.latency_lines, seed=11)
+    backlog = log_messages(lines(args.latency_lines, seed=11), now_ms() - 60_000, 60_000 / args.latency_lines)
     await preload(run, backlog)
-    correlator = run.spawn(
-        "correlator",
-        ["-m", "streams", "worker", "correlator", "--log-level", args.correlator_log_level],
-        FAULTSTREAM_GRACE_S=str(GRACE_S),
-        FAULTSTREAM_TAIL_S=str(GRACE_S),
-        FAULTSTREAM_REDIS_PREFIX=prefix,
-    )
-    workers = [correlator]
-    stop = asyncio.Event()
-    by_id: dict[str, JobSent] = {}
+    argv = ["-m", "streams", "worker", "correlator", "--log-level", args.correlator_log_level]
+    workers = [run.spawn("correlator", argv, **correlator_env(prefix))]
+    stop, lag = asyncio.Event(), LagLog()
+    jobs: dict[str, JobSent] = {}
     tasks: list[asyncio.Task] = []
     try:
-        await wait_ready(correlator, "Worker ready", 120)  # table recovery done, fetching
+        await wait_ready(workers[0], "Worker ready", 120)  # table recovery done, fetching
         position = await stream_position(redis_url, prefix)
-        tasks.append(asyncio.create_task(follow(redis_url, prefix, position, by_id)))
-        extractor = run.spawn("extractor", ["-m", "streams", "worker", "extractor"])
-        workers.append(extractor)
+        tasks.append(asyncio.create_task(follow(redis_url, prefix, position, jobs)))
+        workers.append(run.spawn("extractor", ["-m", "streams", "worker", "extractor"]))
         async with GroupProgress(run.settings, f"{run.namespace}faultstream-extractor", run.ingest) as group:
-            await group.wait_for(1, alive=extractor.check_alive)  # busy from here on
+            await group.wait_for(1, alive=workers[1].check_alive)  # busy on the backlog from here on
             tasks.append(asyncio.create_task(live_lines(run, args.live_rate, stop)))
-            drain = asyncio.create_task(drained_at(run, group, stop))
-            jobs = await job_ends(run, args.jobs, spread_s, group)
-            by_id.update({str(j.jobid): j for j in jobs})
-            await _wait_verdicts(jobs, workers, args.verdict_timeout)
-            stop.set()
-            drained = await drain
-        rss = [w.peak_rss_mb() for w in (extractor, correlator)]
+            tasks.append(asyncio.create_task(lag.run(run, group, stop)))
+            await job_ends(run, args.jobs, spread_s, jobs)
+            await _wait_verdicts(list(jobs.values()), workers, args.verdict_timeout)
+        rss = [w.peak_rss_mb() for w in workers]
     finally:
         stop.set()
         for task in tasks:
@@ -521,16 +538,19 @@ async def measure_latency(run: Run, args: argparse.Namespace, spread_s: float) -
         await asyncio.gather(*tasks, return_exceptions=True)
         for worker in workers:
             worker.stop()
-    first_job = min(j.produced for j in jobs)
+    sent = sorted(jobs.values(), key=lambda j: j.jobid)
+    for job in sent:
+        job.extractor_lag = lag.at(job.produced)
+    drained = lag.drained(caught_up=5_000)
     return LatencyResult(
-        jobs,
+        sent,
         args.latency_lines,
         args.live_rate,
         spread_s,
-        drained - first_job if drained else None,
-        rss[0],
-        rss[1],
-        [f"logs: {run.workdir}/{{correlator,extractor}}.log"],
+        drained - sent[0].produced if drained else None,
+        extractor_rss_mb=rss[1],
+        correlator_rss_mb=rss[0],
+        notes=[f"logs: {run.workdir}/{{correlator,extractor}}.log"],
     )
 
 

@@ -22,7 +22,6 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from scripts.bench.bench_backtest import _jobcomp, _record
-from scripts.bench.workload import lines
 from streams.settings import Settings
 
 __all__ = [
@@ -53,9 +52,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def log_messages(count: int, t0_ms: int, step_ms: float, seed: int = 7) -> Iterator[Message]:
-    """``count`` log records (about 0.1 % symptoms, 256 nodes), event times t0 + i * step."""
-    for index, (text, source, host) in enumerate(lines(count, seed=seed)):
+def log_messages(texts: Iterable[tuple[str, str, str]], t0_ms: int, step_ms: float) -> Iterator[Message]:
+    """Log records for ``workload.lines`` tuples (text, source, host), event times t0 + i * step."""
+    for index, (text, source, host) in enumerate(texts):
         record = _record(text, source, host, t0_ms + int(index * step_ms))
         yield Message(record["topic"], orjson.dumps(record["value"]))
 
