@@ -46,6 +46,7 @@ class ExtractorStats:
 @dataclass
 class _Outputs:
     node: list[tuple[str, dict]] = field(default_factory=list)
+    node_counts: list[tuple[int, dict]] = field(default_factory=list)  # (partition, line counts)
     workload: list[tuple[str, dict]] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
 
@@ -131,11 +132,16 @@ class ExtractorWorker:
             out.node.append((group.node or "", wire.group(group)))
         for group in batch.direct_groups:
             out.workload.append((group.first.workload_id or "", wire.group(group)))
+        by_partition: dict[int, list[tuple[str, int, int, int]]] = {}
         for (node, slot_ms), (count, max_ms) in batch.node_lines.items():
-            out.node.append((node, wire.lines(count, max_ms, node=node, slot_ms=slot_ms)))
+            by_partition.setdefault(partition_for(node, self.topics.partitions), []).append(
+                (node, slot_ms, count, max_ms)
+            )
             self.watermark_ms = max(self.watermark_ms, max_ms)
+        for partition, counts in sorted(by_partition.items()):  # one record per partition, not per node
+            out.node_counts.append((partition, wire.node_lines(counts)))
         for workload_id, count in batch.workload_lines.items():
-            out.workload.append((workload_id, wire.lines(count, self.watermark_ms, workload_id=workload_id)))
+            out.workload.append((workload_id, wire.workload_lines(workload_id, count, self.watermark_ms)))
         for symptom in batch.unplaced:
             out.dead.append(
                 DeadLetter(
@@ -166,6 +172,11 @@ class ExtractorWorker:
                         topic, wire.encode(record), key=key.encode(), partition=partition_for(key, parts)
                     )
                 )
+            if topic == self.topics.node_events:
+                for partition, record in out.node_counts:
+                    futures.append(
+                        await producer.send(topic, wire.encode(record), key=b"__lines__", partition=partition)
+                    )
             mark = wire.encode(wire.watermark(self.watermark_ms))
             for partition in range(parts):  # every partition learns how far event time has come
                 futures.append(await producer.send(topic, mark, key=b"__wm__", partition=partition))

@@ -9,7 +9,7 @@ write therefore lands in this partition's changelog, as faust requires.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -32,6 +32,7 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         self.partitions = partitions
         self.decode = decode
         self.cache: dict[str, T] = {}
+        self._keys: set[str] | None = None  # this partition's keys, read from the table once
 
     def _mine(self, key: Any) -> bool:
         return (
@@ -48,19 +49,24 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
 
     def __setitem__(self, key: str, value: T) -> None:
         self.cache[key] = value
+        self._index().add(key)
 
     def __delitem__(self, key: str) -> None:
         self.cache.pop(key, None)
+        self._index().discard(key)
         if key in self.table:
             del self.table[key]
+
+    def _index(self) -> set[str]:
+        if self._keys is None:
+            self._keys = {k for k in list(self.table.keys()) if self._mine(k)}
+        return self._keys
 
     def __contains__(self, key: object) -> bool:
         return key in self.cache or key in self.table
 
     def __iter__(self) -> Iterator[str]:
-        seen = set(self.cache)
-        yield from list(self.cache)
-        yield from [k for k in list(self.table.keys()) if k not in seen and self._mine(k)]
+        return iter(list(self._index()))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -111,8 +117,15 @@ class PartitionClock:
         self.history = [h for h in self.history if h[0] > wall_ms - 2 * delay_ms] or self.history[-1:]
         return old[-1] if old else 0
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        # a plain dict, not dataclasses.asdict: that deep-copies the history on every record
+        return {
+            "event_ms": self.event_ms,
+            "wall_ms": self.wall_ms,
+            "effective_ms": self.effective_ms,
+            "offset": self.offset,
+            "history": self.history,
+        }
 
     @classmethod
     def load(cls, table: MutableMapping[Any, Any], key: str) -> PartitionClock:

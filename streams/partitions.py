@@ -24,6 +24,9 @@ EXPIRE_EVERY_MS = 10_000
 #: State is expired by the watermark of this long ago (wall time): see PartitionClock.lagged.
 EXPIRE_DELAY_MS = 60_000
 OVERDUE_MIN_S = 120.0
+#: Records after which the partition looks for runs that became due: the extractor's watermark
+#: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
+CLOCK_KINDS = frozenset({"wm", "tick", "place", "job"})
 
 
 class _Partition:
@@ -66,14 +69,16 @@ class NodePartition(_Partition):
             out += self.nodes.on_group(group)
             self.clock.observe(group.last_ms, wall_ms)
         elif kind == "lines":
-            self.nodes.on_lines(record["node"], record["slot_ms"], record["count"])
-            self.clock.observe(record["max_ms"], wall_ms)
+            for node, slot_ms, count, max_ms in record["counts"]:
+                self.nodes.on_lines(node, slot_ms, count)
+                self.clock.observe(max_ms, wall_ms)
         elif kind == "place":
             self.nodes.on_run(record["node"], record["workload_id"], record["start_ms"], record["end_ms"])
         elif kind == "wm":
             self.clock.observe(record["time_ms"], wall_ms)
         watermark = self._advance(wall_ms, offset)
-        out += self.nodes.due(watermark)
+        if kind in CLOCK_KINDS:  # not on every record: due() looks at every node of the partition
+            out += self.nodes.due(watermark)
         if (expire_at := self._expire_at(wall_ms)) is not None:
             self.nodes.expire(expire_at)
         return out
@@ -124,8 +129,9 @@ class WorkloadPartition(_Partition):
         elif kind == "wm":
             self.clock.observe(record["time_ms"], wall_ms)
         watermark = self._advance(wall_ms, offset)
-        verdicts += self.workloads.due(watermark)
-        verdicts += self.workloads.overdue(wall_ms, self.overdue_ms, watermark)
+        if kind in CLOCK_KINDS:  # not on every record: these look at every workload of the partition
+            verdicts += self.workloads.due(watermark)
+            verdicts += self.workloads.overdue(wall_ms, self.overdue_ms, watermark)
         if (expire_at := self._expire_at(wall_ms)) is not None:
             self.workloads.expire(expire_at)
         return placements, verdicts

@@ -2,7 +2,9 @@
 
 node-events (key = node)          workload-events (key = workload id)
   group  collapsed symptoms         job       a scheduler JobEvent
-  lines  line count per minute      group     symptoms whose lines name the workload
+  lines  line counts per node and   group     symptoms whose lines name the workload
+         minute, one record per
+         partition and batch
   place  a run placed on the node   lines     lines that name the workload
   wm     an extractor's event time  evidence  a node's report for a run
   tick   a correlator's wall clock  wm, tick  as on node-events
@@ -19,7 +21,18 @@ from correlator.node_side import NodeEvidence
 from correlator.workload_side import RunPlacement
 from streams.records import JobEvent
 
-__all__ = ["decode", "encode", "evidence", "group", "job", "lines", "place", "tick", "watermark"]
+__all__ = [
+    "decode",
+    "encode",
+    "evidence",
+    "group",
+    "job",
+    "node_lines",
+    "place",
+    "tick",
+    "watermark",
+    "workload_lines",
+]
 
 
 def encode(record: dict[str, Any]) -> bytes:
@@ -34,22 +47,13 @@ def group(g: EvidenceGroup) -> dict[str, Any]:
     return {"t": "group", "g": g.to_dict()}
 
 
-def lines(
-    count: int,
-    max_ms: int,
-    *,
-    node: str | None = None,
-    slot_ms: int | None = None,
-    workload_id: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "t": "lines",
-        "node": node,
-        "slot_ms": slot_ms,
-        "workload_id": workload_id,
-        "count": count,
-        "max_ms": max_ms,
-    }
+def node_lines(counts: list[tuple[str, int, int, int]]) -> dict[str, Any]:
+    """Line counts of many nodes of one partition: ``(node, slot start ms, count, latest ms)``."""
+    return {"t": "lines", "counts": counts}
+
+
+def workload_lines(workload_id: str, count: int, max_ms: int) -> dict[str, Any]:
+    return {"t": "lines", "workload_id": workload_id, "count": count, "max_ms": max_ms}
 
 
 def place(p: RunPlacement) -> dict[str, Any]:

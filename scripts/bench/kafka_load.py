@@ -1,5 +1,5 @@
 """Helpers of the live-pipeline benchmarks: realistic ingest records, a fast preload producer,
-consumer-group progress, and worker processes whose peak memory can be read.
+topic and consumer-group offsets, and worker processes whose CPU time and peak memory can be read.
 
 Record shapes are ``bench_backtest``'s (Fluent Bit / Vector JSON, Slurm jobcomp), so the live
 figures compare with the backtest ones on the same workload.
@@ -18,17 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import TopicPartition
 
 from scripts.bench.bench_backtest import _jobcomp, _record
 from streams.settings import Settings
 
 __all__ = [
     "REPO",
+    "CpuProbe",
     "GroupProgress",
     "Message",
+    "Offsets",
     "Worker",
+    "bulk_producer",
     "delete_namespace_topics",
     "jobcomp_message",
     "log_messages",
@@ -86,40 +90,69 @@ def bulk_producer(settings: Settings) -> AIOKafkaProducer:
     return AIOKafkaProducer(acks="all", linger_ms=20, max_batch_size=1 << 20, **settings.aiokafka_options())
 
 
-class GroupProgress:
-    """How many records of some topics a consumer group has committed (polled with an admin client)."""
+class Offsets:
+    """End offsets of topics and a consumer group's committed offsets, summed over partitions."""
 
-    def __init__(self, settings: Settings, group_id: str, topics: Iterable[str]) -> None:
+    def __init__(self, settings: Settings) -> None:
+        self.partitions = settings.partitions
         self.admin = AIOKafkaAdminClient(**settings.aiokafka_options())
-        self.group_id = group_id
-        self.topics = set(topics)
+        self.consumer = AIOKafkaConsumer(**settings.aiokafka_options())  # no group: reads metadata only
 
-    async def __aenter__(self) -> GroupProgress:
+    async def __aenter__(self) -> Offsets:
         await self.admin.start()
+        await self.consumer.start()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.consumer.stop()
         await self.admin.close()
 
-    async def committed(self) -> int:
-        offsets = await self.admin.list_consumer_group_offsets(self.group_id)
-        return sum(o.offset for tp, o in offsets.items() if tp.topic in self.topics and o.offset > 0)
+    async def written(self, topics: Iterable[str]) -> int:
+        parts = [TopicPartition(t, p) for t in topics for p in range(self.partitions)]
+        return sum((await self.consumer.end_offsets(parts)).values())
+
+    async def committed(self, group_id: str, topics: Iterable[str]) -> int:
+        wanted = set(topics)
+        offsets = await self.admin.list_consumer_group_offsets(group_id)
+        return sum(o.offset for tp, o in offsets.items() if tp.topic in wanted and o.offset > 0)
+
+
+class GroupProgress(Offsets):
+    """How far one consumer group has committed through some topics."""
+
+    def __init__(self, settings: Settings, group_id: str, topics: Iterable[str]) -> None:
+        super().__init__(settings)
+        self.group_id = group_id
+        self.topics = list(topics)
+
+    async def __aenter__(self) -> GroupProgress:
+        await super().__aenter__()
+        return self
+
+    async def done(self) -> int:
+        return await self.committed(self.group_id, self.topics)
 
     async def wait_for(
-        self, total: int, alive: Callable[[], None], poll_s: float = 0.05, timeout_s: float = 600.0
+        self,
+        total: int,
+        alive: Callable[[], None],
+        cpu: CpuProbe | None = None,
+        poll_s: float = 0.05,
+        timeout_s: float = 600.0,
     ) -> Span:
         """Poll until ``total`` records are committed; the span runs from the first commit seen.
         ``alive`` raises when the consumer's process died (no point waiting for it then)."""
         deadline = time.monotonic() + timeout_s
-        first: tuple[float, int] | None = None
+        first: tuple[float, int, tuple[float, float]] | None = None
         while True:
             alive()
-            done, at = await self.committed(), time.monotonic()
+            done, at = await self.done(), time.monotonic()
             if done and first is None:
-                first = (at, done)
+                first = (at, done, cpu() if cpu else (0.0, 0.0))
             if done >= total:
                 assert first is not None
-                return Span(first[0], at, first[1], done)
+                used = cpu.since(first[2]) if cpu else (0.0, 0.0)
+                return Span(first[0], at, first[1], done, used)
             if at > deadline:
                 msg = f"{self.group_id}: only {done:,} of {total:,} records committed after {timeout_s:.0f}s"
                 raise TimeoutError(msg)
@@ -134,6 +167,7 @@ class Span:
     end: float
     start_count: int
     end_count: int
+    cpu_s: tuple[float, float] = (0.0, 0.0)  # CPU seconds used in the span: (worker, broker)
 
     @property
     def records(self) -> int:
@@ -142,6 +176,39 @@ class Span:
     @property
     def seconds(self) -> float:
         return self.end - self.start
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def broker_pid() -> int | None:
+    """The Kafka broker's JVM when it runs on this machine: it shares the cores being measured."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"kafka.Kafka\0" in (entry / "cmdline").read_bytes():
+                    return int(entry.name)
+            except OSError:
+                continue
+    return None
+
+
+class CpuProbe:
+    """CPU seconds of one process and of the local broker (0 when the broker is elsewhere)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.broker = broker_pid()
+
+    def __call__(self) -> tuple[float, float]:
+        return cpu_seconds(self.pid), cpu_seconds(self.broker) if self.broker else 0.0
+
+    def since(self, mark: tuple[float, float]) -> tuple[float, float]:
+        now = self()
+        return now[0] - mark[0], now[1] - mark[1]
 
 
 @dataclass
@@ -179,7 +246,10 @@ class Worker:
             raise RuntimeError(msg)
 
     def tail(self, chars: int = 3000) -> str:
-        return self.log.read_text(errors="replace")[-chars:]
+        """The end of the log (without reading a DEBUG log of many megabytes whole)."""
+        with self.log.open("rb") as handle:
+            handle.seek(max(0, self.log.stat().st_size - chars))
+            return handle.read().decode(errors="replace")
 
     def stop(self, timeout_s: float = 30.0) -> None:
         if self.process.poll() is None:
@@ -193,6 +263,8 @@ class Worker:
 
 async def delete_namespace_topics(settings: Settings) -> int:
     """Delete every topic whose name starts with the namespace (ours and faust's own)."""
+    if not settings.namespace:
+        raise ValueError("refusing to delete topics without a namespace: that would be all of them")
     admin = AIOKafkaAdminClient(**settings.aiokafka_options())
     await admin.start()
     try:
