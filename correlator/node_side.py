@@ -86,6 +86,7 @@ class NodeCorrelator:
         self.settings = settings
         self.states: dict[str, NodeState] = states if states is not None else {}
         self.touched: set[str] = set()  # nodes changed since the last take_touched()
+        self.counted: set[str] = set()  # nodes whose line counts alone changed (cheaper to lose)
 
     def state(self, node: str) -> NodeState:
         state = self.states.get(node)
@@ -95,7 +96,11 @@ class NodeCorrelator:
         return state
 
     def on_lines(self, node: str, time_ms: int, count: int = 1) -> None:
-        self.state(node).window.add_lines(time_ms, count)
+        state = self.states.get(node)
+        if state is None:
+            state = self.state(node)
+        self.counted.add(node)
+        state.window.add_lines(time_ms, count)
 
     def on_symptom(self, symptom: Symptom) -> list[NodeEvidence]:
         return self.on_group(EvidenceGroup.start(symptom))
@@ -167,12 +172,15 @@ class NodeCorrelator:
         idle = watermark_ms - int(self.settings.idle_retention_s * 1000)
         for node in list(self.states):
             state = self.states[node]
-            state.runs = {w: r for w, r in state.runs.items() if self._keep(r, watermark_ms, horizon)}
-            needed = [r.window(self.settings)[0] for r in state.runs.values()]
-            state.window.expire(min([idle, *needed]))
+            runs = {w: r for w, r in state.runs.items() if self._keep(r, watermark_ms, horizon)}
+            changed = len(runs) != len(state.runs)
+            state.runs = runs
+            needed = [r.window(self.settings)[0] for r in runs.values()]
+            changed = state.window.expire(min([idle, *needed])) or changed
             if state.window.is_empty() and not state.runs:
                 del self.states[node]
-            self.touched.add(node)
+            elif changed:
+                self.touched.add(node)  # only what changed goes back to the changelog
 
     def _keep(self, run: NodeRun, watermark_ms: int, horizon_ms: int) -> bool:
         if run.reported_ms is not None:
@@ -180,6 +188,10 @@ class NodeCorrelator:
         # a run whose end never came is dropped once it is implausibly old
         return (run.start_ms or watermark_ms) + MAX_RUN_MS >= watermark_ms
 
-    def take_touched(self) -> set[str]:
+    def take_touched(self, with_counts: bool = True) -> set[str]:
+        """Nodes to write back; line-count-only changes wait for ``with_counts``."""
         touched, self.touched = self.touched, set()
+        if with_counts:
+            touched |= self.counted
+            self.counted = set()
         return touched

@@ -44,11 +44,13 @@ class NodeWindow:
         first, last = start_ms // SLOT_MS, end_ms // SLOT_MS
         return sum(n for slot, n in self.line_slots.items() if first <= slot <= last)
 
-    def expire(self, before_ms: int) -> None:
-        """Forget everything that ended before ``before_ms``."""
-        self.groups = {k: g for k, g in self.groups.items() if g.last_ms >= before_ms}
+    def expire(self, before_ms: int) -> bool:
+        """Forget everything that ended before ``before_ms``; True if anything was forgotten."""
         cutoff = before_ms // SLOT_MS
+        size = len(self.groups) + len(self.line_slots)
+        self.groups = {k: g for k, g in self.groups.items() if g.last_ms >= before_ms}
         self.line_slots = {s: n for s, n in self.line_slots.items() if s >= cutoff}
+        return len(self.groups) + len(self.line_slots) != size
 
     def is_empty(self) -> bool:
         return not self.groups and not self.line_slots

@@ -114,10 +114,15 @@ class _Stage:
             )
         return self.workload_parts[partition]
 
-    async def send(self, topic: faust.TopicT, key: str, record: dict[str, Any]) -> None:
-        partition = partition_for(key, self.settings.partitions)
-        fut = await topic.send(key=key.encode(), value=wire.encode(record), partition=partition, force=True)
-        await fut
+    async def send_all(self, topic: faust.TopicT, keyed: list[tuple[str, dict[str, Any]]]) -> None:
+        """Send, then wait until the broker has them all: one round trip, not one per record."""
+        futures = []
+        for key, record in keyed:
+            partition = partition_for(key, self.settings.partitions)
+            value = wire.encode(record)
+            futures.append(await topic.send(key=key.encode(), value=value, partition=partition, force=True))
+        if futures:
+            await asyncio.gather(*futures)
 
     async def dead_letter(self, message: Any, exc: Exception) -> None:
         log.exception("record %s:%d:%d dead-lettered", message.topic, message.partition, message.offset)
@@ -222,7 +227,7 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
                 log.debug(
                     "node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups)
                 )
-                await stage.send(stage.workload_topic, report.workload_id, wire.evidence(report))
+            await stage.send_all(stage.workload_topic, [(r.workload_id, wire.evidence(r)) for r in reports])
             part.persist()  # after the outputs: a crash in between replays the record, never loses it
 
     @app.agent(stage.workload_topic, name="workload-correlator")
@@ -239,8 +244,7 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
             except Exception as exc:  # one bad record must not stop the stage: dead-letter it
                 await stage.dead_letter(message, exc)
                 continue
-            for placement in placements:
-                await stage.send(stage.node_topic, placement.node, wire.place(placement))
+            await stage.send_all(stage.node_topic, [(p.node, wire.place(p)) for p in placements])
             await stage.emit(verdicts)
             part.persist()  # after the outputs: a crash in between replays the record, never loses it
 

@@ -24,6 +24,8 @@ EXPIRE_EVERY_MS = 10_000
 #: State is expired by the watermark of this long ago (wall time): see PartitionClock.lagged.
 EXPIRE_DELAY_MS = 60_000
 OVERDUE_MIN_S = 120.0
+CLOCK_SAVE_EVERY_MS = 1_000
+COUNTS_SAVE_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "job"})
@@ -36,6 +38,10 @@ class _Partition:
         self.clock_key = f"__clock__:{clock_key}:{partition}"
         self.clock = PartitionClock.load(table, self.clock_key)
         self._last_expire = 0
+        self._clock_record = False
+        self._wall_ms = 0
+        self._clock_saved_ms = 0
+        self._counts_saved_ms = 0
 
     def fresh(self, offset: int) -> bool:
         """False for a record this partition already applied (a replay after a restart)."""
@@ -43,7 +49,17 @@ class _Partition:
 
     def _advance(self, wall_ms: int, offset: int) -> int:
         self.clock.offset = max(self.clock.offset, offset)
+        self._wall_ms = wall_ms
         return self.clock.effective(wall_ms)
+
+    def _save_clock(self, wrote_state: bool) -> None:
+        """The clock (and its offset marker) goes to the changelog with every state change, and
+        otherwise once a second: each changelog write is a produce the table waits for, and
+        watermark and tick records come many times a second. Records replayed after a crash past
+        the last saved marker only repeat line counts and ticks."""
+        if wrote_state or self._wall_ms - self._clock_saved_ms >= CLOCK_SAVE_EVERY_MS:
+            self.clock.save(self.table, self.clock_key)
+            self._clock_saved_ms = self._wall_ms
 
     def _expire_at(self, wall_ms: int) -> int | None:
         """The watermark to expire state by, at most every ten seconds of wall time."""
@@ -77,15 +93,24 @@ class NodePartition(_Partition):
         elif kind == "wm":
             self.clock.observe(record["time_ms"], wall_ms)
         watermark = self._advance(wall_ms, offset)
-        if kind in CLOCK_KINDS:  # not on every record: due() looks at every node of the partition
+        self._clock_record = kind in CLOCK_KINDS
+        if self._clock_record:  # not on every record: due() looks at every node of the partition
             out += self.nodes.due(watermark)
         if (expire_at := self._expire_at(wall_ms)) is not None:
             self.nodes.expire(expire_at)
         return out
 
     def persist(self) -> None:
-        self.view.persist(self.nodes.take_touched())
-        self.clock.save(self.table, self.clock_key)
+        """Write what changed to the table (its changelog). Nodes whose line counts alone changed
+        are written once a second: a line-count record touches dozens of nodes, every write is a
+        produce the table waits for, and a crash in between costs at most a second of counts,
+        never a symptom or a placement."""
+        flush_counts = self._wall_ms - self._counts_saved_ms >= COUNTS_SAVE_EVERY_MS
+        if flush_counts:
+            self._counts_saved_ms = self._wall_ms
+        touched = self.nodes.take_touched(with_counts=flush_counts)
+        self.view.persist(touched)
+        self._save_clock(bool(touched))
 
 
 class WorkloadPartition(_Partition):
@@ -137,5 +162,6 @@ class WorkloadPartition(_Partition):
         return placements, verdicts
 
     def persist(self) -> None:
-        self.view.persist(self.workloads.take_touched())
-        self.clock.save(self.table, self.clock_key)
+        touched = self.workloads.take_touched()
+        self.view.persist(touched)
+        self._save_clock(bool(touched))

@@ -97,6 +97,8 @@ class Pipeline:
                 "FAULTSTREAM_TICK_INTERVAL_S": "0.5",
                 "FAULTSTREAM_SESSION_TIMEOUT_S": "10",
                 "PYTHONUNBUFFERED": "1",
+                # the workers run the code under test, whatever else is installed
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             }
         )
         return env

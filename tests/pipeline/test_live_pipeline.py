@@ -14,11 +14,14 @@ from tests.pipeline.results import ALL_RECORDINGS, comparable, expected_verdicts
 pytestmark = pytest.mark.services
 
 
-def _assert_same(got: dict[str, dict], expected: dict[str, dict], pipeline) -> None:
+def _assert_same(got: dict[str, dict], expected: dict[str, dict], pipeline, exact_counts: bool = True) -> None:
     missing = sorted(set(expected) - set(got))
     assert not missing, f"no verdict for {missing}\n{pipeline.logs()}"
     for workload_id, verdict in expected.items():
-        assert comparable(got[workload_id]) == comparable(verdict), workload_id
+        mine, theirs = comparable(got[workload_id]), comparable(verdict)
+        if not exact_counts:
+            mine.pop("lines_seen"), theirs.pop("lines_seen")
+        assert mine == theirs, workload_id
 
 
 def test_every_golden_recording_gives_the_backtest_verdict_in_redis_and_on_the_topic(pipeline):
@@ -66,7 +69,9 @@ def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revi
     pipeline.load(*second)
     pipeline.correlator("correlator-b")
     got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=180)
-    _assert_same(got, expected, pipeline)
+    # A crash may lose up to a second of plain line counts (they are written to the changelog once
+    # a second, docs/architecture.md); every symptom, placement and verdict survives it.
+    _assert_same(got, expected, pipeline, exact_counts=False)
     contents = defaultdict(set)
     for _, verdict in read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts"):
         contents[(verdict["workload_id"], verdict["revision"])].add(
