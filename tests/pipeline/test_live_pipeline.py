@@ -67,8 +67,21 @@ def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revi
     victim.send_signal(signal.SIGKILL)  # mid-run: later workloads of this half are still in flight
     victim.wait()
     pipeline.load(*second)
-    pipeline.correlator("correlator-b")
-    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=180)
+    # Start the replacement once the group has dropped the dead member (session timeout 10 s):
+    # faust 0.15.3 can stall for good when a rebalance interrupts its table recovery (faust
+    # issues #93/#594), which a newcomer joining beside a not-yet-expired member triggers.
+    time.sleep(12)
+    replacement = pipeline.correlator("correlator-b")
+    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=75)
+    if set(expected) - set(got):
+        # Known faust 0.15.3 failure, seen about once in three runs here: the replacement's table
+        # recovery never completes. What an operator's liveness check would do — restart it —
+        # must still lose nothing, so that is what this test then checks.
+        replacement.send_signal(signal.SIGKILL)
+        replacement.wait()
+        time.sleep(12)
+        pipeline.correlator("correlator-c")
+        got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
     # A crash may lose up to a second of plain line counts (they are written to the changelog once
     # a second, docs/architecture.md); every symptom, placement and verdict survives it.
     _assert_same(got, expected, pipeline, exact_counts=False)
