@@ -32,7 +32,6 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         self.partitions = partitions
         self.decode = decode
         self.cache: dict[str, T] = {}
-        self._keys: set[str] | None = None  # this partition's keys, read from the table once
 
     def _mine(self, key: Any) -> bool:
         return (
@@ -49,24 +48,21 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
 
     def __setitem__(self, key: str, value: T) -> None:
         self.cache[key] = value
-        self._index().add(key)
 
     def __delitem__(self, key: str) -> None:
         self.cache.pop(key, None)
-        self._index().discard(key)
         if key in self.table:
             del self.table[key]
-
-    def _index(self) -> set[str]:
-        if self._keys is None:
-            self._keys = {k for k in list(self.table.keys()) if self._mine(k)}
-        return self._keys
 
     def __contains__(self, key: object) -> bool:
         return key in self.cache or key in self.table
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._index()))
+        # read from the table each time (not a cached index): after a rebalance the table is the
+        # truth, and iteration happens on clock records only
+        seen = set(self.cache)
+        yield from list(self.cache)
+        yield from [k for k in list(self.table.keys()) if k not in seen and self._mine(k)]
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

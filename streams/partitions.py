@@ -57,9 +57,7 @@ class _Partition:
         otherwise once a second: each changelog write is a produce the table waits for, and
         watermark and tick records come many times a second. Records replayed after a crash past
         the last saved marker only repeat line counts and ticks."""
-        if wrote_state or self._wall_ms - self._clock_saved_ms >= CLOCK_SAVE_EVERY_MS:
-            self.clock.save(self.table, self.clock_key)
-            self._clock_saved_ms = self._wall_ms
+        self.clock.save(self.table, self.clock_key)  # every record: the offset marker must not lag
 
     def _expire_at(self, wall_ms: int) -> int | None:
         """The watermark to expire state by, at most every ten seconds of wall time."""
