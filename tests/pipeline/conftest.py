@@ -121,7 +121,8 @@ class Pipeline:
         return self.start("worker", "extractor", name=name)
 
     def correlator(self, name: str = "correlator") -> subprocess.Popen:
-        return self.start("worker", "correlator", "--log-level", os.environ.get("FS_TEST_LOG", "INFO"), name=name)
+        level = os.environ.get("FS_TEST_LOG", "INFO")  # DEBUG logs every node report
+        return self.start("worker", "correlator", "--log-level", level, name=name)
 
     def load(self, *recordings: Path) -> None:
         subprocess.run(
