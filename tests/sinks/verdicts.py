@@ -7,17 +7,9 @@ from collections.abc import Coroutine
 from typing import Any
 
 from correlator.verdict import Verdict
+from correlator.verdict_build import DOMAIN_LABELS
 
 __all__ = ["make_verdict", "run"]
-
-DOMAIN_LABELS = {
-    "hardware": "Hardware",
-    "system_software": "System Software",
-    "infrastructure": "Infrastructure",
-    "user": "User",
-    "ambiguous": "Ambiguous",
-    "unattributed": "Unattributed",
-}
 
 
 def make_verdict(
