@@ -96,10 +96,22 @@ class _Stage:
         self.node_parts.clear()
         self.workload_parts.clear()
 
+    async def hand_over(self, app: faust.App) -> None:
+        """Before a rebalance moves partitions away: write the line counts still held back (see
+        NodePartition.persist) and wait until the changelog has them, so that the next owner
+        recovers every count this worker applied. Then drop the processors."""
+        for part in self.node_parts.values():
+            part.persist(everything=True)
+        await app.producer.flush()
+        self.forget()
+
     def node_part(self, partition: int) -> NodePartition:
         if partition not in self.node_parts:
             self.node_parts[partition] = NodePartition(
-                self.correlator_settings, _StrTable(self.node_table), partition, self.settings.partitions
+                self.correlator_settings,
+                _StrTable(self.node_table, partition),
+                partition,
+                self.settings.partitions,
             )
         return self.node_parts[partition]
 
@@ -108,7 +120,7 @@ class _Stage:
             self.workload_parts[partition] = WorkloadPartition(
                 self.ruleset,
                 self.correlator_settings,
-                _StrTable(self.workload_table),
+                _StrTable(self.workload_table, partition),
                 partition,
                 self.settings.partitions,
             )
@@ -175,16 +187,26 @@ async def _flush_until_done(sink: Sink) -> None:
 
 
 class _StrTable:
-    """faust tables with the raw key serializer hand back bytes keys: present them as str."""
+    """One partition's window on a faust table whose raw keys come back as bytes: str keys here.
 
-    def __init__(self, table: Any) -> None:
+    Inside an event, writes go through the table, to the changelog partition of the event being
+    processed (faust's rule). Outside one — the flush before a rebalance hands the partition
+    over — they go to this partition's changelog directly, which the table API would refuse.
+    """
+
+    def __init__(self, table: Any, partition: int) -> None:
         self.table = table
+        self.partition = partition
 
     def __getitem__(self, key: str) -> Any:
         return self.table[key.encode()]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        self.table[key.encode()] = value
+        if faust.current_event() is not None:
+            self.table[key.encode()] = value
+        else:
+            self.table.data[key.encode()] = value
+            self.table.send_changelog(self.partition, key.encode(), value)
 
     def __delitem__(self, key: str) -> None:
         del self.table[key.encode()]
@@ -205,7 +227,7 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
 
     @app.on_partitions_revoked.connect
     async def _revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        stage.forget()
+        await stage.hand_over(app)
 
     @app.on_partitions_assigned.connect
     async def _assigned(sender: Any, assigned: Any, **kwargs: Any) -> None:
@@ -217,6 +239,7 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
             message = event.message
             part = stage.node_part(message.partition)
             if not part.fresh(message.offset):
+                log.debug("node-events %d:%d already applied, skipped", message.partition, message.offset)
                 continue
             try:
                 reports = part.handle(wire.decode(message.value), int(message.timestamp * 1000), message.offset)
@@ -236,6 +259,7 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
             message = event.message
             part = stage.workload_part(message.partition)
             if not part.fresh(message.offset):
+                log.debug("workload-events %d:%d already applied, skipped", message.partition, message.offset)
                 continue
             try:
                 placements, verdicts = part.handle(
@@ -244,6 +268,8 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
             except Exception as exc:  # one bad record must not stop the stage: dead-letter it
                 await stage.dead_letter(message, exc)
                 continue
+            for p in placements:
+                log.debug("run %s placed on node %s", p.workload_id, p.node)
             await stage.send_all(stage.node_topic, [(p.node, wire.place(p)) for p in placements])
             await stage.emit(verdicts)
             part.persist()  # after the outputs: a crash in between replays the record, never loses it

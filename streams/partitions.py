@@ -98,12 +98,13 @@ class NodePartition(_Partition):
             self.nodes.expire(expire_at)
         return out
 
-    def persist(self) -> None:
+    def persist(self, everything: bool = False) -> None:
         """Write what changed to the table (its changelog). Nodes whose line counts alone changed
-        are written once a second: a line-count record touches dozens of nodes, every write is a
-        produce the table waits for, and a crash in between costs at most a second of counts,
-        never a symptom or a placement."""
-        flush_counts = self._wall_ms - self._counts_saved_ms >= COUNTS_SAVE_EVERY_MS
+        are written once a second, and all of them when ``everything`` is asked for (before the
+        partition is handed over in a rebalance): a line-count record touches dozens of nodes,
+        every write is a produce, and a crash in between costs at most a second of counts, never
+        a symptom or a placement."""
+        flush_counts = everything or self._wall_ms - self._counts_saved_ms >= COUNTS_SAVE_EVERY_MS
         if flush_counts:
             self._counts_saved_ms = self._wall_ms
         touched = self.nodes.take_touched(with_counts=flush_counts)

@@ -124,9 +124,10 @@ class Pipeline:
         level = os.environ.get("FS_TEST_LOG", "INFO")  # DEBUG logs every node report
         return self.start("worker", "correlator", "--log-level", level, name=name)
 
-    def load(self, *recordings: Path) -> None:
+    def load(self, *recordings: Path, speed: float | None = None) -> None:
+        pace = ["--speed", str(speed)] if speed else []
         subprocess.run(
-            [sys.executable, "-m", "streams", "load", *map(str, recordings)],
+            [sys.executable, "-m", "streams", "load", *pace, *map(str, recordings)],
             env=self.env(),
             check=True,
             capture_output=True,

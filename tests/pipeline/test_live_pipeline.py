@@ -202,3 +202,23 @@ class PrivateRedis:
         import subprocess
 
         subprocess.run(["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True)
+
+
+def test_a_correlator_joining_mid_run_takes_over_partitions_without_losing_a_verdict(pipeline):
+    first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
+    expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
+    pipeline.extractor()
+    pipeline.correlator("correlator-1")
+    pipeline.load(*first)
+    _wait_until(
+        lambda: (
+            len(read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts", idle_s=1.0))
+            >= 3
+        ),
+        90,
+        pipeline,
+    )
+    pipeline.correlator("correlator-2")  # the group rebalances while the second half flows in
+    pipeline.load(*second, speed=1000)  # its hours of event time over about fifteen seconds
+    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
+    _assert_same(got, expected, pipeline)
