@@ -15,7 +15,12 @@ sends ticks to every partition so that idle partitions still reach a job's end p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import faust
@@ -27,6 +32,7 @@ from sinks.base import Sink, SinkError
 from streams import wire
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.settings import Settings
+from streams.stall_watch import StallWatch
 from streams.topics import Topics, partition_for
 
 __all__ = ["build_correlator_app"]
@@ -34,6 +40,7 @@ __all__ = ["build_correlator_app"]
 log = logging.getLogger("faultstream.correlator")
 
 SINK_RETRY_PAUSE_S = 5.0
+STALL_CHECK_S = 5.0
 
 
 def _credentials(settings: Settings) -> Any:
@@ -91,6 +98,7 @@ class _Stage:
         self.workload_table = app.Table("workload-state", partitions=parts, key_type=bytes, value_type=bytes)
         self.node_parts: dict[int, NodePartition] = {}
         self.workload_parts: dict[int, WorkloadPartition] = {}
+        self.stall_watch = StallWatch(settings.stall_restart_s)
 
     def forget(self) -> None:
         self.node_parts.clear()
@@ -125,6 +133,55 @@ class _Stage:
                 self.settings.partitions,
             )
         return self.workload_parts[partition]
+
+    async def on_node_event(self, message: Any) -> None:
+        part = self.node_part(message.partition)
+        if not part.fresh(message.offset):
+            log.debug("node-events %d:%d already applied, skipped", message.partition, message.offset)
+            return
+        try:
+            reports = part.handle(wire.decode(message.value), int(message.timestamp * 1000), message.offset)
+        except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+            await self.dead_letter(message, exc)
+            return
+        for report in reports:
+            log.debug("node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups))
+        await self.send_all(self.workload_topic, [(r.workload_id, wire.evidence(r)) for r in reports])
+        part.persist()  # after the outputs: a crash in between replays the record, never loses it
+
+    async def on_workload_event(self, message: Any) -> None:
+        part = self.workload_part(message.partition)
+        if not part.fresh(message.offset):
+            log.debug("workload-events %d:%d already applied, skipped", message.partition, message.offset)
+            return
+        try:
+            placements, verdicts = part.handle(
+                wire.decode(message.value), int(message.timestamp * 1000), message.offset
+            )
+        except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+            await self.dead_letter(message, exc)
+            return
+        for p in placements:
+            log.debug("run %s placed on node %s", p.workload_id, p.node)
+        await self.send_all(self.node_topic, [(p.node, wire.place(p)) for p in placements])
+        await self.emit(verdicts)
+        part.persist()  # after the outputs: a crash in between replays the record, never loses it
+
+    @contextlib.contextmanager
+    def watching(self, message: Any) -> Iterator[None]:
+        self.stall_watch.begin(message.topic, message.partition, time.monotonic())
+        try:
+            yield
+        finally:
+            self.stall_watch.end(message.topic, time.monotonic())
+
+    def stalled(self, app: faust.App) -> list[tuple[str, int]]:
+        if app.rebalancing or app.in_recovery:
+            self.stall_watch.settling()
+            return []
+        mine = {self.node_topic.get_topic_name(), self.workload_topic.get_topic_name()}
+        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment() if tp.topic in mine]
+        return self.stall_watch.stalled(assigned, time.monotonic())
 
     async def send_all(self, topic: faust.TopicT, keyed: list[tuple[str, dict[str, Any]]]) -> None:
         """Send, then wait until the broker has them all: one round trip, not one per record."""
@@ -186,6 +243,16 @@ async def _flush_until_done(sink: Sink) -> None:
             await asyncio.sleep(SINK_RETRY_PAUSE_S)
 
 
+def _restart_stalled_worker(stalled: list[tuple[str, int]], limit_s: float) -> None:
+    """Replace this process with a fresh one (same pid, same arguments): a faust worker stuck
+    after a rebalance does not recover by itself, while a restart recovers its partitions' state
+    from the changelogs and resumes from the committed offsets, so nothing is lost."""
+    names = ", ".join(f"{topic}[{partition}]" for topic, partition in stalled)
+    log.error("no event for %.0f s on assigned partitions %s outside a rebalance: restarting", limit_s, names)
+    logging.shutdown()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
 class _StrTable:
     """One partition's window on a faust table whose raw keys come back as bytes: str keys here.
 
@@ -236,43 +303,22 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
     @app.agent(stage.node_topic, name="node-correlator")
     async def node_correlator(stream: faust.StreamT) -> None:
         async for event in stream.events():
-            message = event.message
-            part = stage.node_part(message.partition)
-            if not part.fresh(message.offset):
-                log.debug("node-events %d:%d already applied, skipped", message.partition, message.offset)
-                continue
-            try:
-                reports = part.handle(wire.decode(message.value), int(message.timestamp * 1000), message.offset)
-            except Exception as exc:  # one bad record must not stop the stage: dead-letter it
-                await stage.dead_letter(message, exc)
-                continue
-            for report in reports:
-                log.debug(
-                    "node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups)
-                )
-            await stage.send_all(stage.workload_topic, [(r.workload_id, wire.evidence(r)) for r in reports])
-            part.persist()  # after the outputs: a crash in between replays the record, never loses it
+            with stage.watching(event.message):
+                await stage.on_node_event(event.message)
 
     @app.agent(stage.workload_topic, name="workload-correlator")
     async def workload_correlator(stream: faust.StreamT) -> None:
         async for event in stream.events():
-            message = event.message
-            part = stage.workload_part(message.partition)
-            if not part.fresh(message.offset):
-                log.debug("workload-events %d:%d already applied, skipped", message.partition, message.offset)
-                continue
-            try:
-                placements, verdicts = part.handle(
-                    wire.decode(message.value), int(message.timestamp * 1000), message.offset
-                )
-            except Exception as exc:  # one bad record must not stop the stage: dead-letter it
-                await stage.dead_letter(message, exc)
-                continue
-            for p in placements:
-                log.debug("run %s placed on node %s", p.workload_id, p.node)
-            await stage.send_all(stage.node_topic, [(p.node, wire.place(p)) for p in placements])
-            await stage.emit(verdicts)
-            part.persist()  # after the outputs: a crash in between replays the record, never loses it
+            with stage.watching(event.message):
+                await stage.on_workload_event(event.message)
+
+    if settings.stall_restart_s > 0:
+
+        @app.timer(interval=STALL_CHECK_S)
+        async def stall_check() -> None:
+            stalled = stage.stalled(app)
+            if stalled:
+                _restart_stalled_worker(stalled, settings.stall_restart_s)
 
     @app.timer(interval=settings.tick_interval_s)
     async def tick() -> None:

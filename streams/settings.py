@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     #: Kafka consumer-group session timeout of the correlator: how soon a crashed worker's
     #: partitions move to the others.
     session_timeout_s: float = 30.0
+    #: Correlator: restart the worker when an assigned partition has had no event for this long
+    #: outside a rebalance (streams/stall_watch.py); 0 turns the watch off.
+    stall_restart_s: float = 60.0
 
     def topic(self, name: str) -> str:
         return f"{self.namespace}{name}"

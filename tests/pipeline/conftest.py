@@ -14,7 +14,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -75,6 +75,7 @@ class Pipeline:
     namespace: str
     grace_s: float = 2.0
     redis_url: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)  # environment for the next workers
 
     def __post_init__(self) -> None:
         self.processes: list[tuple[str, subprocess.Popen]] = []
@@ -101,6 +102,7 @@ class Pipeline:
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             }
         )
+        env.update(self.overrides)
         return env
 
     def start(self, *command: str, name: str) -> subprocess.Popen:

@@ -100,6 +100,18 @@ def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revi
     assert not reused, f"revisions emitted with two different contents: {reused}"
 
 
+def test_a_correlator_whose_partitions_fall_silent_restarts_itself_in_place(pipeline):
+    # Ticks off: no partition hears anything, which is what a faust worker stuck after a
+    # rebalance looks like from inside. The watch must notice and restart the same process.
+    pipeline.overrides = {"FAULTSTREAM_TICK_INTERVAL_S": "3600", "FAULTSTREAM_STALL_RESTART_S": "6"}
+    correlator = pipeline.correlator()
+    log = pipeline.workdir / "correlator.log"
+    _wait_until(lambda: log.read_text(errors="replace").count("Worker ready") >= 2, 90, pipeline)
+    text = log.read_text(errors="replace")
+    assert "no event for 6 s on assigned partitions" in text and "restarting" in text
+    assert correlator.poll() is None, "the restart must keep the process (same pid), not exit it"
+
+
 def test_malformed_records_go_to_the_dead_letter_topic_with_reasons_and_the_pipeline_goes_on(pipeline):
     recording = next(p for p in ALL_RECORDINGS if p.stem == "malformed_records_are_dead_lettered")
     expected = expected_verdicts([recording], pipeline.grace_s)
