@@ -9,7 +9,6 @@ in file order, so the verdicts are the same whatever the number of workers.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import time
@@ -24,6 +23,7 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher, ReferenceMatcher
+from streams.gc_policy import relax_for_batches
 from streams.normalize import normalize_record
 from streams.recording import parse_recording_line
 from streams.records import DeadLetter, JobEvent, LogLine
@@ -99,15 +99,7 @@ def _worker_init(ruleset: Ruleset, reference: bool = False) -> None:
     global _MATCHER
     # one database and scratch space per process; the re reference matcher for comparisons
     _MATCHER = ReferenceMatcher(ruleset) if reference else HyperscanMatcher(ruleset)
-    _relax_gc()
-
-
-def _relax_gc() -> None:
-    """A batch allocates a few hundred thousand short-lived objects and no reference cycles:
-    the default thresholds would run the cycle collector hundreds of times per batch over
-    everything alive (rules, models), which costs more than the work itself."""
-    gc.freeze()
-    gc.set_threshold(200_000, 50, 100)
+    relax_for_batches()
 
 
 def _extract(job: tuple[int, bytes]) -> _Extracted:

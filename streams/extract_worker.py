@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.structs import ConsumerRecord
+from aiokafka.errors import CommitFailedError
+from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from correlator.batching import BatchContribution, collapse_batch
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
 from streams import wire
+from streams.gc_policy import relax_for_batches
 from streams.normalize import normalize_record
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.settings import Settings
@@ -80,6 +82,7 @@ class ExtractorWorker:
         )
         await producer.start()
         await consumer.start()
+        relax_for_batches()
         try:
             await self._loop(consumer, producer)
         finally:
@@ -87,19 +90,47 @@ class ExtractorWorker:
             await producer.stop()
 
     async def _loop(self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer) -> None:
-        while not self._stopping.is_set():
-            fetched = await consumer.getmany(
-                timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
-            )
-            records = [r for batch in fetched.values() for r in batch]
-            if not records:
-                continue
-            started = time.perf_counter()
-            outputs = self.process(records)
-            await self._produce(producer, outputs)
-            await consumer.commit()
-            self.stats.batches += 1
-            self.stats.seconds_busy += time.perf_counter() - started
+        """One batch in flight: while the broker acknowledges batch N, batch N+1 is fetched and
+        processed. Batches are produced and committed strictly in order, each commit naming the
+        offsets after its own batch, so a crash replays at most the unacknowledged batches."""
+        in_flight: asyncio.Task[None] | None = None
+        try:
+            while not self._stopping.is_set():
+                fetched = await consumer.getmany(
+                    timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
+                )
+                records = [r for batch in fetched.values() for r in batch]
+                if not records:
+                    continue
+                started = time.perf_counter()
+                outputs = self.process(records)
+                offsets = {tp: batch[-1].offset + 1 for tp, batch in fetched.items() if batch}
+                if in_flight is not None:
+                    await in_flight  # the previous batch is acknowledged and committed first
+                in_flight = asyncio.ensure_future(self._deliver(consumer, producer, outputs, offsets))
+                self.stats.batches += 1
+                self.stats.seconds_busy += time.perf_counter() - started
+        finally:
+            if in_flight is not None:
+                await in_flight
+
+    async def _deliver(
+        self,
+        consumer: AIOKafkaConsumer,
+        producer: AIOKafkaProducer,
+        outputs: _Outputs,
+        offsets: dict[TopicPartition, int],
+    ) -> None:
+        await self._produce(producer, outputs)
+        # only after the broker has every output of the batch; partitions a rebalance took away
+        # meanwhile are replayed by their new owner from its last commit (at-least-once)
+        assigned = consumer.assignment()
+        mine = {tp: offset for tp, offset in offsets.items() if tp in assigned}
+        try:
+            if mine:
+                await consumer.commit(mine)
+        except CommitFailedError as exc:
+            log.warning("batch delivered but not committed (the group rebalanced): %s", exc)
 
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""

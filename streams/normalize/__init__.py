@@ -91,6 +91,8 @@ def _scheduler(
 
 
 def _decode(value: object) -> dict[str, Any] | str:
+    if type(value) is bytes:  # what Kafka hands over: checked first, decoded without a copy
+        return _decode_bytes(value)
     if isinstance(value, (dict, str)):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -102,7 +104,9 @@ def _decode(value: object) -> dict[str, Any] | str:
 
 def _decode_bytes(raw: bytes) -> dict[str, Any] | str:
     """JSON when the bytes hold JSON, else a raw line ("[12.5] msg" is dmesg, not a list)."""
-    first = raw.lstrip()[:1]
+    first = raw[:1]
+    if first.isspace():
+        first = raw.lstrip()[:1]
     if first != b"{" and first != b"[":
         return raw.decode("utf-8", errors="replace")
     try:

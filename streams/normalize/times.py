@@ -58,11 +58,39 @@ def epoch_number_ms(value: float) -> int | None:
     return round(value) if value >= _EPOCH_MS_FLOOR else round(value * 1000)
 
 
+#: Epoch ms of "YYYY-MM-DDTHH:MM:SS" prefixes already parsed: a stream's stamps share their second.
+_SECONDS: dict[str, int] = {}
+_SECONDS_MAX = 65_536
+_MILLIS = {f"{ms:03d}": ms for ms in range(1000)}
+
+
 def rfc3339_ms(text: str) -> int | None:
     """RFC 3339 / ISO 8601 date-time (any fraction digits, ``Z``, ``+0000``, ``,`` fraction).
 
-    Zone-less means UTC. A bare date is not a timestamp: None.
+    Zone-less means UTC. A bare date is not a timestamp: None. The common UTC shapes
+    (``...SS``, ``...SSZ``, ``...SS.fffZ``, up to six fraction digits) reuse the parsed second.
     """
+    base = _SECONDS.get(text[:19])
+    if base is not None:
+        rest = text[19:]
+        if len(rest) == 5 and rest[4] == "Z" and rest[0] == ".":  # Vector's ".123Z": one lookup
+            millis = _MILLIS.get(rest[1:4])
+            if millis is not None:
+                return base + millis
+        if not rest or rest == "Z":
+            return base
+        digits = rest[1:-1] if rest[-1] == "Z" else rest[1:]
+        if rest[0] == "." and 0 < len(digits) <= 6 and digits.isdigit() and digits.isascii():
+            return base + int(digits[:3].ljust(3, "0"))
+    stamp = _rfc3339_parse(text)
+    if stamp is not None and text[19:20] in ("", "Z", "."):
+        if len(_SECONDS) >= _SECONDS_MAX:
+            _SECONDS.clear()
+        _SECONDS[text[:19]] = _rfc3339_parse(text[:19])  # type: ignore[assignment]
+    return stamp
+
+
+def _rfc3339_parse(text: str) -> int | None:
     if len(text) < 19 or text[10] not in "Tt ":
         return None
     try:
