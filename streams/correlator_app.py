@@ -175,13 +175,19 @@ class _Stage:
         finally:
             self.stall_watch.end(message.topic, time.monotonic())
 
-    def stalled(self, app: faust.App) -> list[tuple[str, int]]:
+    def stalled(self, app: faust.App) -> str | None:
+        """Why this worker looks stuck, or None (see streams/stall_watch.py)."""
+        now = time.monotonic()
         if app.rebalancing or app.in_recovery:
-            self.stall_watch.settling()
-            return []
+            if self.stall_watch.settling(now):
+                return "rebalance or table recovery still not finished"
+            return None
         mine = {self.node_topic.get_topic_name(), self.workload_topic.get_topic_name()}
         assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment() if tp.topic in mine]
-        return self.stall_watch.stalled(assigned, time.monotonic())
+        silent = self.stall_watch.stalled(assigned, now)
+        if not silent:
+            return None
+        return "no event on assigned partitions " + ", ".join(f"{t}[{p}]" for t, p in silent)
 
     async def send_all(self, topic: faust.TopicT, keyed: list[tuple[str, dict[str, Any]]]) -> None:
         """Send, then wait until the broker has them all: one round trip, not one per record."""
@@ -243,12 +249,11 @@ async def _flush_until_done(sink: Sink) -> None:
             await asyncio.sleep(SINK_RETRY_PAUSE_S)
 
 
-def _restart_stalled_worker(stalled: list[tuple[str, int]], limit_s: float) -> None:
+def _restart_stuck_worker(reason: str, limit_s: float) -> None:
     """Replace this process with a fresh one (same pid, same arguments): a faust worker stuck
     after a rebalance does not recover by itself, while a restart recovers its partitions' state
     from the changelogs and resumes from the committed offsets, so nothing is lost."""
-    names = ", ".join(f"{topic}[{partition}]" for topic, partition in stalled)
-    log.error("no event for %.0f s on assigned partitions %s outside a rebalance: restarting", limit_s, names)
+    log.error("stuck for %.0f s (%s): restarting", limit_s, reason)
     logging.shutdown()
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
@@ -316,9 +321,9 @@ def build_correlator_app(settings: Settings, ruleset: Ruleset, sinks: list[Sink]
 
         @app.timer(interval=STALL_CHECK_S)
         async def stall_check() -> None:
-            stalled = stage.stalled(app)
-            if stalled:
-                _restart_stalled_worker(stalled, settings.stall_restart_s)
+            reason = stage.stalled(app)
+            if reason:
+                _restart_stuck_worker(reason, settings.stall_restart_s)
 
     @app.timer(interval=settings.tick_interval_s)
     async def tick() -> None:

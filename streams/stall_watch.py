@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 
 __all__ = ["StallWatch"]
 
+#: A rebalance plus table recovery longer than this many stall limits is taken as stuck.
+SETTLE_LIMITS = 3
+
 
 @dataclass
 class StallWatch:
@@ -23,10 +26,16 @@ class StallWatch:
     last_event: dict[tuple[str, int], float] = field(default_factory=dict)
     busy: dict[str, int] = field(default_factory=dict)  # topic → the partition its agent is inside
     ready_since: float | None = None
+    settling_since: float | None = None
 
-    def settling(self) -> None:
-        """A rebalance or a table recovery is under way: silence is expected."""
+    def settling(self, now: float) -> bool:
+        """A rebalance or a table recovery is under way: silence is expected — for a while.
+        True once it has lasted ``SETTLE_LIMITS`` times the limit: a recovery that never ends
+        (the other way faust gets stuck) is a stall too."""
         self.ready_since = None
+        if self.settling_since is None:
+            self.settling_since = now
+        return now - self.settling_since > SETTLE_LIMITS * self.limit_s
 
     def begin(self, topic: str, partition: int, now: float) -> None:
         self.last_event[(topic, partition)] = now
@@ -39,6 +48,7 @@ class StallWatch:
 
     def stalled(self, assigned: Iterable[tuple[str, int]], now: float) -> list[tuple[str, int]]:
         """The assigned partitions silent for longer than the limit (call it periodically)."""
+        self.settling_since = None
         if self.ready_since is None:
             self.ready_since = now
         out = []

@@ -50,12 +50,6 @@ def test_two_extractors_and_two_correlators_on_four_partitions_give_the_same_ver
     _assert_same(got, expected, pipeline)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="OPEN DEFECT: in about one run in three, after kill -9 and a restart some workloads of "
-    "the second half never get a verdict (seen since the correlator throughput changes; cause not "
-    "found yet). It still runs in CI and reports XPASS when it passes; no revision conflict seen.",
-)
 def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revision(pipeline):
     first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
@@ -73,21 +67,12 @@ def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revi
     victim.send_signal(signal.SIGKILL)  # mid-run: later workloads of this half are still in flight
     victim.wait()
     pipeline.load(*second)
-    # Start the replacement once the group has dropped the dead member (session timeout 10 s):
-    # faust 0.15.3 can stall for good when a rebalance interrupts its table recovery (faust
-    # issues #93/#594), which a newcomer joining beside a not-yet-expired member triggers.
+    # Start the replacement once the group has dropped the dead member (session timeout 10 s).
+    # Should faust leave the replacement stuck after its rebalance (faust issues #93/#594), its
+    # stall watch restarts it in place after 60 s: the timeout leaves room for that.
     time.sleep(12)
-    replacement = pipeline.correlator("correlator-b")
-    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=75)
-    if set(expected) - set(got):
-        # Known faust 0.15.3 failure, seen about once in three runs here: the replacement's table
-        # recovery never completes. What an operator's liveness check would do — restart it —
-        # must still lose nothing, so that is what this test then checks.
-        replacement.send_signal(signal.SIGKILL)
-        replacement.wait()
-        time.sleep(12)
-        pipeline.correlator("correlator-c")
-        got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
+    pipeline.correlator("correlator-b")
+    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=200)
     # A crash may lose up to a second of plain line counts (they are written to the changelog once
     # a second, docs/architecture.md); every symptom, placement and verdict survives it.
     _assert_same(got, expected, pipeline, exact_counts=False)
@@ -108,7 +93,7 @@ def test_a_correlator_whose_partitions_fall_silent_restarts_itself_in_place(pipe
     log = pipeline.workdir / "correlator.log"
     _wait_until(lambda: log.read_text(errors="replace").count("Worker ready") >= 2, 90, pipeline)
     text = log.read_text(errors="replace")
-    assert "no event for 6 s on assigned partitions" in text and "restarting" in text
+    assert "stuck for 6 s (no event on assigned partitions" in text and "restarting" in text
     assert correlator.poll() is None, "the restart must keep the process (same pid), not exit it"
 
 

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from streams.normalize import times
 from streams.normalize.times import rfc3339_ms
 
-SECONDS = st.datetimes(min_value=datetime(1971, 1, 1))  # noqa: DTZ001 (hypothesis wants naive bounds).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S"))
+EPOCH_1971 = datetime(1971, 1, 1)  # noqa: DTZ001 (hypothesis wants naive bounds for naive datetimes)
+SECONDS = st.datetimes(min_value=EPOCH_1971).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S"))
 FRACTIONS = st.one_of(st.just(""), st.text("0123456789", min_size=0, max_size=9).map(lambda d: "." + d))
 ZONES = st.sampled_from(["", "Z", "z", "+00:00", "+0000", "-05:30", "+02:00"])
 
