@@ -17,7 +17,7 @@ from streams.normalize.canonical import is_canonical, normalize_canonical
 from streams.normalize.errors import RecordError
 from streams.normalize.hostlist import expand_hostlist
 from streams.normalize.k8s_events import is_k8s_event, normalize_k8s_event
-from streams.normalize.log_record import normalize_log_record
+from streams.normalize.log_record import common_json_line, normalize_log_record
 from streams.normalize.slurm_jobcomp import is_jobcomp, normalize_jobcomp
 from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
 
@@ -68,8 +68,12 @@ def _normalize(
         if not topic.startswith("logs."):
             raise RecordError(f"unknown topic {topic!r}")
         source = FALLBACK_LOG_SOURCE
-    value = _decode(value)
     kafka_ms = _kafka_ms(timestamp_ms)
+    if type(value) is bytes and source != SCHEDULER_SOURCE:
+        line = common_json_line(value, source, _key(key), kafka_ms, origin)
+        if line is not None:
+            return Normalized([line], [], [])
+    value = _decode(value)
     if source == SCHEDULER_SOURCE:
         events, lines = _scheduler(value, kafka_ms, origin)
         return Normalized(lines, events, [])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["K8S_WORKLOAD_LABELS", "k8s_id", "k8s_workload_id", "workload_and_rank"]
+__all__ = ["K8S_WORKLOAD_LABELS", "WORKLOAD_FIELDS", "k8s_id", "k8s_workload_id", "workload_and_rank"]
 
 WORKLOAD_KEYS = ("workload_id", "job_id", "SLURM_JOB_ID", "slurm_job_id")
 RANK_KEYS = ("rank", "RANK", "SLURM_PROCID")
@@ -19,12 +19,13 @@ K8S_WORKLOAD_LABELS = (
     "batch.kubernetes.io/job-name",
     "job-name",
 )
-# One set test rejects the common record (no such field) without seven lookups.
-_ANY_KEY = frozenset((*WORKLOAD_KEYS, *RANK_KEYS, *ARRAY_KEYS, "kubernetes"))
+#: Fields that can name a workload or a rank: one set test rejects the common record (none of
+#: them) without seven lookups.
+WORKLOAD_FIELDS = frozenset((*WORKLOAD_KEYS, *RANK_KEYS, *ARRAY_KEYS, "kubernetes"))
 
 
 def workload_and_rank(record: dict[str, Any]) -> tuple[str | None, int | None]:
-    if _ANY_KEY.isdisjoint(record):
+    if WORKLOAD_FIELDS.isdisjoint(record):
         return None, None
     return _workload(record), _rank(record)
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.normalize.applog import workload_and_rank
+import orjson
+
+from streams.normalize.applog import WORKLOAD_FIELDS, workload_and_rank
 from streams.normalize.errors import RecordError
 from streams.normalize.shippers import record_host, record_text, record_time_ms
 from streams.normalize.syslog_line import parse_line_header
+from streams.normalize.times import time_value_ms
 from streams.records import LogLine
 
-__all__ = ["normalize_log_record", "split_lines"]
+__all__ = ["common_json_line", "normalize_log_record", "split_lines"]
 
 NO_HOST = "log record without a host: no host/hostname/_HOSTNAME field, no record key"
 NO_HOST_IN_LINE = "log line without a host: no host in the line header, no record key"
@@ -46,6 +49,46 @@ def _json_lines(
         raise RecordError(NO_HOST)
     time_ms = _first_time(own_ms, field_ms, kafka_ms)
     return _build(texts, host, time_ms, source, origin, workload, rank)
+
+
+def common_json_line(
+    raw: bytes, source: str, key: str | None, kafka_ms: int | None, origin: str
+) -> LogLine | None:
+    """The record nearly every shipper sends, in one pass: a JSON object with one line of text,
+    a host and a time, naming no workload. Same answer as ``_json_lines``; None means "not that
+    shape, take the general path" (which also gives the errors). The hot path of the extractor.
+    """
+    if raw[:1] != b"{":
+        return None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if type(record) is not dict or not WORKLOAD_FIELDS.isdisjoint(record):
+        return None
+    text = record.get("log")
+    if text is None:
+        text = record.get("message")
+        if text is None:
+            text = record.get("MESSAGE")
+            if text is None:
+                text = record.get("msg")
+    if type(text) is not str or "\n" in text or "\r" in text or "#012" in text or not text or text.isspace():
+        return None
+    stamp = record.get("@timestamp")
+    if stamp is None:
+        stamp = record.get("timestamp")
+        if stamp is None:
+            stamp = record.get("time")
+    field_ms = None if stamp is None else time_value_ms(stamp)
+    if stamp is not None and field_ms is None:
+        return None
+    own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else kafka_ms)
+    host = own_host or record_host(record) or key
+    time_ms = own_ms if own_ms is not None else field_ms if field_ms is not None else kafka_ms
+    if host is None or time_ms is None:
+        return None
+    return LogLine(text, host, time_ms, source, origin, None, None)
 
 
 def _string_lines(text: str, source: str, key: str | None, kafka_ms: int | None, origin: str) -> list[LogLine]:

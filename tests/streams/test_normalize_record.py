@@ -147,3 +147,47 @@ def test_lines_that_start_like_a_header_never_break_the_header_parser(
 ) -> None:
     result = normalize_record("logs.syslog", start + rest, "gpu001", timestamp, "o")
     assert [dead.reason for dead in result.dead if dead.reason.startswith("internal error")] == []
+
+
+LINE_TEXTS = st.one_of(
+    st.text(max_size=60),
+    st.sampled_from(
+        ["NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+         "Feb 14 05:03:41 gpu01 kernel: x", "<34>1 2024-05-01T10:00:00.123Z gpu02 app 1 - - m",
+         "[12345.678901] e1000e: Detected Hardware Unit Hang", "2024-05-01T10:00:00+0000 gpu03 kernel: y",
+         "a#012b", "two\nlines", "cr\r", "  "]
+    ),
+)  # fmt: skip
+STAMPS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-10, max_value=2**45),
+    st.sampled_from(["2024-05-01T10:00:00.003Z", "2024-05-01T10:00:00Z", "1714557600.5", "soon", ""]),
+    st.none(),
+)
+SHIPPER_RECORDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "log": LINE_TEXTS, "message": LINE_TEXTS | st.integers(-(2**40), 2**40),
+        "MESSAGE": LINE_TEXTS, "msg": LINE_TEXTS,
+        "host": st.sampled_from(["gpu01", "", None]), "hostname": st.sampled_from(["gpu02", 7]),
+        "_HOSTNAME": st.just("gpu03"), "source_type": st.just("file"), "@timestamp": STAMPS,
+        "timestamp": STAMPS, "time": STAMPS, "job_id": st.just("42"), "kubernetes": st.just({"host": "k1"}),
+    },
+)  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    record=SHIPPER_RECORDS,
+    topic=st.sampled_from(["logs.syslog", "logs.applog", "logs.dmesg"]),
+    key=st.none() | st.sampled_from(["gpu09", ""]),
+    timestamp=st.none() | st.integers(min_value=-1, max_value=2**45),
+)
+def test_the_common_shape_fast_path_gives_what_the_general_path_gives(
+    record: dict, topic: str, key: str | None, timestamp: int | None
+) -> None:
+    raw = orjson.dumps(record)
+    general = normalize_record(topic, orjson.loads(raw), key, timestamp, "o")  # a dict: general path
+    fast = normalize_record(topic, raw, key, timestamp, "o")
+    assert (fast.lines, fast.events) == (general.lines, general.events)
+    assert [d.reason for d in fast.dead] == [d.reason for d in general.dead]
