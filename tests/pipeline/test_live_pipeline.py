@@ -50,20 +50,26 @@ def test_two_extractors_and_two_correlators_on_four_partitions_give_the_same_ver
     _assert_same(got, expected, pipeline)
 
 
+def test_a_correlator_joining_mid_run_takes_over_partitions_without_losing_a_verdict(pipeline):
+    first, second = _halves()
+    expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
+    pipeline.extractor()
+    pipeline.correlator("correlator-1")
+    pipeline.load(*first)
+    _wait_for_first_verdicts(pipeline)
+    pipeline.correlator("correlator-2")  # the group rebalances while the second half flows in
+    pipeline.load(*second, speed=1000)  # its hours of event time over about fifteen seconds
+    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
+    _assert_same(got, expected, pipeline)
+
+
 def test_kill_9_of_a_correlator_mid_run_loses_no_verdict_and_never_reuses_a_revision(pipeline):
-    first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
+    first, second = _halves()
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
     pipeline.extractor()
     victim = pipeline.correlator("correlator-a")
     pipeline.load(*first)
-    _wait_until(
-        lambda: (
-            len(read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts", idle_s=1.0))
-            >= 3
-        ),
-        90,
-        pipeline,
-    )
+    _wait_for_first_verdicts(pipeline)
     victim.send_signal(signal.SIGKILL)  # mid-run: later workloads of this half are still in flight
     victim.wait()
     pipeline.load(*second)
@@ -113,6 +119,16 @@ def test_malformed_records_go_to_the_dead_letter_topic_with_reasons_and_the_pipe
     assert any("without a host" in r for r in reasons)
     assert any("unrecognised scheduler record" in r for r in reasons)
     assert all(d["origin"].startswith(pipeline.namespace) and d["value"] for d in dead)
+
+
+def _halves():
+    return ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
+
+
+def _wait_for_first_verdicts(pipeline, count: int = 3) -> None:
+    """Until the verdicts topic holds ``count`` verdicts: the run is under way, not finished."""
+    topic = f"{pipeline.namespace}faultstream.verdicts"
+    _wait_until(lambda: len(read_topic(pipeline.services.kafka, topic, idle_s=1.0)) >= count, 90, pipeline)
 
 
 def _wait_until(condition, timeout_s: float, pipeline) -> None:
@@ -199,23 +215,3 @@ class PrivateRedis:
         import subprocess
 
         subprocess.run(["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True)
-
-
-def test_a_correlator_joining_mid_run_takes_over_partitions_without_losing_a_verdict(pipeline):
-    first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
-    expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
-    pipeline.extractor()
-    pipeline.correlator("correlator-1")
-    pipeline.load(*first)
-    _wait_until(
-        lambda: (
-            len(read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts", idle_s=1.0))
-            >= 3
-        ),
-        90,
-        pipeline,
-    )
-    pipeline.correlator("correlator-2")  # the group rebalances while the second half flows in
-    pipeline.load(*second, speed=1000)  # its hours of event time over about fifteen seconds
-    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
-    _assert_same(got, expected, pipeline)
