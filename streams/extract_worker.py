@@ -27,7 +27,7 @@ from streams.gc_policy import relax_for_batches
 from streams.normalize import normalize_record
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.settings import Settings
-from streams.topics import Topics, partition_for
+from streams.topics import Topics, partition_for, record_time_ms
 
 __all__ = ["ExtractorStats", "ExtractorWorker"]
 
@@ -142,7 +142,7 @@ class ExtractorWorker:
                 record.topic,
                 record.value,
                 _key(record.key),
-                record.timestamp,
+                record_time_ms(record.timestamp, record.headers),
                 f"{record.topic}:{record.partition}:{record.offset}",
                 self.topics.ingest,
             )

@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaProducer
 from streams.admin import ensure_topics
 from streams.recording import RawRecord, read_recording
 from streams.settings import Settings
+from streams.topics import RECORDED_TIME_HEADER
 
 __all__ = ["load_recordings"]
 
@@ -61,12 +62,15 @@ async def _publish(
             if delay > 0:
                 await asyncio.sleep(delay)
         value = record.value.encode() if isinstance(record.value, str) else orjson.dumps(record.value)
+        recorded = (
+            None if record.timestamp_ms is None else [(RECORDED_TIME_HEADER, b"%d" % record.timestamp_ms)]
+        )
         pending.append(
             await producer.send(
                 _topic_for(settings, record.topic),
                 value,
                 key=record.key.encode() if record.key else None,
-                timestamp_ms=record.timestamp_ms,
+                headers=recorded,  # the Kafka timestamp is the send time: see RECORDED_TIME_HEADER
             )
         )
         counts["records"] += 1

@@ -8,15 +8,31 @@ faust changelog partition — owns a key, whoever produced the record.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from streams.settings import Settings
 
-__all__ = ["Topics", "partition_for"]
+__all__ = ["RECORDED_TIME_HEADER", "Topics", "partition_for", "record_time_ms"]
+
+#: ``faultstream load`` stamps replayed records with the send time — a broker's time-based
+#: retention judges a segment by its newest record timestamp, so records stamped months ago would
+#: be deleted at its next check, before anyone read them — and keeps each record's recorded Kafka
+#: timestamp (epoch ms, ASCII digits) in this header. The extractor takes it in place of the
+#: Kafka timestamp, so a replay is normalized exactly as the recording says.
+RECORDED_TIME_HEADER = "faultstream-recorded-ms"
 
 
 def partition_for(key: str, partitions: int) -> int:
     return zlib.crc32(key.encode("utf-8")) % partitions
+
+
+def record_time_ms(timestamp_ms: int, headers: Sequence[tuple[str, bytes]]) -> int:
+    """A consumed record's time: its recorded time when it was replayed, else its Kafka timestamp."""
+    for name, value in headers:  # empty for what shippers send: costs nothing then
+        if name == RECORDED_TIME_HEADER and value.isdigit():
+            return int(value)
+    return timestamp_ms
 
 
 @dataclass(frozen=True)
