@@ -104,12 +104,12 @@ class ExtractorWorker:
                     continue
                 started = time.perf_counter()
                 outputs = self.process(records)
+                self.stats.seconds_busy += time.perf_counter() - started
                 offsets = {tp: batch[-1].offset + 1 for tp, batch in fetched.items() if batch}
                 if in_flight is not None:
                     await in_flight  # the previous batch is acknowledged and committed first
                 in_flight = asyncio.ensure_future(self._deliver(consumer, producer, outputs, offsets))
                 self.stats.batches += 1
-                self.stats.seconds_busy += time.perf_counter() - started
         finally:
             if in_flight is not None:
                 await in_flight

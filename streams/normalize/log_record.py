@@ -17,7 +17,7 @@ import orjson
 
 from streams.normalize.applog import WORKLOAD_FIELDS, workload_and_rank
 from streams.normalize.errors import RecordError
-from streams.normalize.shippers import record_host, record_text, record_time_ms
+from streams.normalize.shippers import TEXT_KEYS, TIME_KEYS, record_host, record_text, record_time_ms
 from streams.normalize.syslog_line import parse_line_header
 from streams.normalize.times import time_value_ms
 from streams.records import LogLine
@@ -66,20 +66,18 @@ def common_json_line(
         return None
     if type(record) is not dict or not WORKLOAD_FIELDS.isdisjoint(record):
         return None
-    text = record.get("log")
-    if text is None:
-        text = record.get("message")
-        if text is None:
-            text = record.get("MESSAGE")
-            if text is None:
-                text = record.get("msg")
+    text = None
+    for name in TEXT_KEYS:  # the first present, as record_text picks it
+        text = record.get(name)
+        if text is not None:
+            break
     if type(text) is not str or "\n" in text or "\r" in text or "#012" in text or not text or text.isspace():
         return None
-    stamp = record.get("@timestamp")
-    if stamp is None:
-        stamp = record.get("timestamp")
-        if stamp is None:
-            stamp = record.get("time")
+    stamp = None
+    for name in TIME_KEYS:  # the first present, as record_time_ms picks it
+        stamp = record.get(name)
+        if stamp is not None:
+            break
     field_ms = None if stamp is None else time_value_ms(stamp)
     if stamp is not None and field_ms is None:
         return None
