@@ -30,6 +30,7 @@ from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from sinks.base import Sink, SinkError
 from streams import wire
+from streams.gap_fill import GapReader, ReadBack
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.settings import Settings
 from streams.stall_watch import StallWatch
@@ -99,6 +100,7 @@ class _Stage:
         self.node_parts: dict[int, NodePartition] = {}
         self.workload_parts: dict[int, WorkloadPartition] = {}
         self.stall_watch = StallWatch(settings.stall_restart_s)
+        self.gaps = GapReader(settings.aiokafka_options())
 
     def forget(self) -> None:
         self.node_parts.clear()
@@ -136,12 +138,39 @@ class _Stage:
 
     async def on_node_event(self, message: Any) -> None:
         part = self.node_part(message.partition)
+        for missing in await self._read_back_gap(part, message):
+            await self._apply_node_event(part, missing)
+        await self._apply_node_event(part, message)
+
+    async def on_workload_event(self, message: Any) -> None:
+        part = self.workload_part(message.partition)
+        for missing in await self._read_back_gap(part, message):
+            await self._apply_workload_event(part, missing)
+        await self._apply_workload_event(part, message)
+
+    async def _read_back_gap(self, part: NodePartition | WorkloadPartition, message: Any) -> list[ReadBack]:
+        """The records between the partition's offset marker and this one, if the stream skipped
+        some (streams/gap_fill.py); none in the normal case, where this is the marker + 1."""
+        marker = part.clock.offset
+        if marker < 0 or message.offset <= marker + 1:
+            return []
+        log.warning(
+            "%s[%d]: the stream skipped offsets %d..%d; reading them back",
+            message.topic,
+            message.partition,
+            marker + 1,
+            message.offset - 1,
+        )
+        return await self.gaps.read(message.topic, message.partition, marker + 1, message.offset)
+
+    async def _apply_node_event(self, part: NodePartition, message: Any) -> None:
         if not part.fresh(message.offset):
             log.debug("node-events %d:%d already applied, skipped", message.partition, message.offset)
             return
         try:
             reports = part.handle(wire.decode(message.value), int(message.timestamp * 1000), message.offset)
         except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+            part.passed(message.offset)
             await self.dead_letter(message, exc)
             return
         for report in reports:
@@ -149,8 +178,7 @@ class _Stage:
         await self.send_all(self.workload_topic, [(r.workload_id, wire.evidence(r)) for r in reports])
         part.persist()  # after the outputs: a crash in between replays the record, never loses it
 
-    async def on_workload_event(self, message: Any) -> None:
-        part = self.workload_part(message.partition)
+    async def _apply_workload_event(self, part: WorkloadPartition, message: Any) -> None:
         if not part.fresh(message.offset):
             log.debug("workload-events %d:%d already applied, skipped", message.partition, message.offset)
             return
@@ -159,6 +187,7 @@ class _Stage:
                 wire.decode(message.value), int(message.timestamp * 1000), message.offset
             )
         except Exception as exc:  # one bad record must not stop the stage: dead-letter it
+            part.passed(message.offset)
             await self.dead_letter(message, exc)
             return
         for p in placements:

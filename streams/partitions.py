@@ -47,6 +47,10 @@ class _Partition:
         """False for a record this partition already applied (a replay after a restart)."""
         return offset > self.clock.offset
 
+    def passed(self, offset: int) -> None:
+        """A record that could not be applied (dead-lettered) is behind the marker all the same."""
+        self.clock.offset = max(self.clock.offset, offset)
+
     def _advance(self, wall_ms: int, offset: int) -> int:
         self.clock.offset = max(self.clock.offset, offset)
         self._wall_ms = wall_ms
