@@ -1,0 +1,87 @@
+"""``faultstream eval``: accuracy of the engine on labelled real lines, per family."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+if TYPE_CHECKING:
+    from streams.evaluation import EvaluationReport
+
+__all__ = ["add_parser"]
+
+DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("eval", help="accuracy on labelled real lines (recognition, domain)")
+    parser.add_argument(
+        "--labels",
+        type=Path,
+        action="append",
+        default=None,
+        help="labels file or directory of *.jsonl; repeat for several (default: tests/corpus)",
+    )
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
+    parser.add_argument("--family", action="append", default=[], help="only this family; repeatable")
+    parser.add_argument("--rules", type=Path, default=None, help="rules directory (default: bundled)")
+    parser.add_argument("--misses", action="store_true", help="list every row the engine got wrong")
+    parser.add_argument("--json", action="store_true", help="figures (and misses) as JSON")
+    parser.set_defaults(handler=run_eval)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from extractors.loader import load_ruleset
+    from streams.cli import UsageError
+    from streams.evaluation import LabelError, evaluate, load_labels
+
+    try:
+        rows = load_labels(args.labels or [DEFAULT_LABELS])
+    except LabelError as exc:
+        raise UsageError(f"invalid labels:\n{exc}") from None
+    report = evaluate(rows, load_ruleset(args.rules), args.split, args.family)
+    if args.json:
+        data = report.to_dict() | {"split": args.split}
+        if args.misses:
+            data["misses"] = [o.to_dict() for o in report.misses()]
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(_table(report, args.split))
+        if args.misses:
+            sys.stdout.write(_misses(report))
+    return 0
+
+
+def _row(name: str, f) -> str:
+    return (
+        f"{name:<22}{f.failures:>6}{f.recognized_pct:>8.1f}{f.with_domain:>7}{f.domain_pct:>8.1f}"
+        f"{f.false_hardware:>8}{f.healthy:>8}{f.benign_false_positives:>7}\n"
+    )
+
+
+def _table(report: EvaluationReport, split: str) -> str:
+    out = [f"split: {split}\n", f"{'FAMILY':<22}{'LINES':>6}{'RECOG%':>8}{'DOM_N':>7}{'DOMAIN%':>8}"
+           f"{'FALSE_HW':>8}{'HEALTHY':>8}{'BEN_FP':>7}\n"]  # fmt: skip
+    out += [_row(name, figures) for name, figures in sorted(report.by_family.items())]
+    out.append(_row("TOTAL", report.total))
+    if report.confusion:
+        out.append("\ndomain confusion (expected -> got: rows)\n")
+        out += [f"  {e:<16} -> {g:<16} {n}\n" for (e, g), n in sorted(report.confusion.items()) if e != g]
+    return "".join(out)
+
+
+def _misses(report: EvaluationReport) -> str:
+    out = ["\nmisses\n"]
+    for o in report.misses():
+        what = "not recognized" if o.row.label != "benign" and not o.recognized else ""
+        if o.row.label == "benign":
+            what = f"benign hit {','.join(o.rules)}"
+        elif o.recognized and o.row.known_domain and not o.right_domain:
+            what = f"domain {o.domain} != {o.row.domain} ({','.join(o.rules)})"
+        out.append(f"  [{o.row.split}] {o.row.id}: {what}{' ' + o.problem if o.problem else ''}\n")
+        out.append(f"      {o.row.line[:220]}\n")
+    return "".join(out)
