@@ -3,10 +3,17 @@
 Each :class:`Item` starts with its rule's role. Refiners run in order; within one refiner every
 demotion is decided against the roles as they stood before it, so the result does not depend on
 the order of the evidence.
+
+A target's explainer is the least related cause by (first_ms, -priority, rule id, node). A
+storm has tens of thousands of items, so causes are not compared pairwise: per refiner they are
+sorted by that key once, in one list per scope (the whole job, a node, a node and entity), and
+each target looks up the first cause whose time falls in its window by bisection: O(n log n).
 """
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from correlator.evidence import EvidenceGroup
@@ -15,6 +22,7 @@ from extractors.rule_model import RefinerRule, Selector, SymptomRule
 __all__ = ["CAUSE_ROLES", "Item", "apply_refiners", "selects"]
 
 CAUSE_ROLES = ("cause", "companion")
+UNBOUNDED = 2**62
 
 
 @dataclass(slots=True)
@@ -53,38 +61,116 @@ def selects(selector: Selector, item: Item) -> bool:
     return all(checks)
 
 
-def _related(refiner: RefinerRule, target: Item, cause: Item) -> bool:
-    gap_s = (target.first_ms - cause.first_ms) / 1000
-    if refiner.relation == "after" and gap_s < 0:
-        return False
-    if refiner.relation == "before" and gap_s > 0:
-        return False
-    if refiner.within_s is not None and abs(gap_s) > refiner.within_s:
-        return False
-    if refiner.scope == "same_node":
-        return target.node == cause.node
-    if refiner.scope == "other_node":
-        return target.node != cause.node
-    if refiner.scope == "same_entity":
-        same_entity = target.group.first.entity == cause.group.first.entity
-        return target.node == cause.node and same_entity
-    return True
+class _Selection:
+    """``selects`` memoized: it depends only on the rule, the role and the line's source."""
+
+    def __init__(self, selector: Selector) -> None:
+        self.selector = selector
+        self.seen: dict[tuple[str, str, str], bool] = {}
+
+    def __call__(self, item: Item) -> bool:
+        key = (item.rule.id, item.role, item.group.first.source)
+        chosen = self.seen.get(key)
+        if chosen is None:
+            chosen = self.seen[key] = selects(self.selector, item)
+        return chosen
 
 
-def _explainer(refiner: RefinerRule, target: Item, items: list[Item]) -> Item | None:
-    causes = (c for c in items if c is not target and selects(refiner.cause, c))
-    related = [c for c in causes if _related(refiner, target, c)]
-    return min(related, key=lambda c: (c.first_ms, -c.rule.priority, c.rule.id, c.node or ""), default=None)
+def _max_gap_ms(within_s: float | None) -> int:
+    """The largest gap in ms that ``abs(gap_ms / 1000) <= within_s`` allows (exactly the float
+    test the refiners have always used, so a boundary case is decided as before)."""
+    if within_s is None:
+        return UNBOUNDED
+    gap = math.floor(within_s * 1000)
+    while (gap + 1) / 1000 <= within_s:
+        gap += 1
+    while gap >= 0 and gap / 1000 > within_s:
+        gap -= 1
+    return gap
+
+
+def _explainer_key(cause: Item) -> tuple[int, int, str, str]:
+    return (cause.first_ms, -cause.rule.priority, cause.rule.id, cause.node or "")
+
+
+class _Causes:
+    """One scope's causes, sorted by the explainer key, with their times for bisection and, for
+    ``other_node``, where the next cause on a different node starts."""
+
+    def __init__(self, causes: list[Item], skip_same_node: bool = False) -> None:
+        self.items = causes
+        self.times = [c.first_ms for c in causes]
+        self.next_other_node: list[int] = []
+        if skip_same_node:
+            nxt = [len(causes)] * len(causes)
+            for i in range(len(causes) - 2, -1, -1):
+                nxt[i] = i + 1 if causes[i + 1].node != causes[i].node else nxt[i + 1]
+            self.next_other_node = nxt
+
+    def first(self, lo_ms: int, hi_ms: int, target: Item, other_node: bool = False) -> Item | None:
+        """The least cause with lo_ms <= first_ms <= hi_ms that is not the target (and, for
+        ``other_node``, is on another node)."""
+        i = bisect_left(self.times, lo_ms)
+        while i < len(self.items):  # at most three steps: over the target's node, the target
+            cause = self.items[i]
+            if cause.first_ms > hi_ms:
+                return None
+            if other_node and cause.node == target.node:
+                i = self.next_other_node[i]
+            elif cause is target:
+                i += 1
+            else:
+                return cause
+        return None
+
+
+class _Explainers:
+    """Per refiner: its causes indexed so that each target finds its explainer in O(log n)."""
+
+    def __init__(self, refiner: RefinerRule, items: list[Item]) -> None:
+        self.refiner = refiner
+        self.gap_ms = _max_gap_ms(refiner.within_s)
+        is_cause = _Selection(refiner.cause)
+        causes = sorted((c for c in items if is_cause(c)), key=_explainer_key)  # stable: ties keep item order
+        self.by_scope: dict[object, _Causes] = {}
+        if refiner.scope in ("any_node", "other_node"):
+            self.by_scope[None] = _Causes(causes, skip_same_node=refiner.scope == "other_node")
+        else:
+            grouped: dict[object, list[Item]] = {}
+            for cause in causes:
+                grouped.setdefault(self._scope_key(cause), []).append(cause)
+            self.by_scope = {key: _Causes(group) for key, group in grouped.items()}
+
+    def _scope_key(self, item: Item) -> object:
+        if self.refiner.scope == "same_node":
+            return item.node
+        if self.refiner.scope == "same_entity":
+            return (item.node, item.group.first.entity)
+        return None
+
+    def __call__(self, target: Item) -> Item | None:
+        causes = self.by_scope.get(self._scope_key(target))
+        if causes is None:
+            return None
+        t, relation = target.first_ms, self.refiner.relation
+        lo, hi = t - self.gap_ms, t + self.gap_ms
+        if relation == "after":
+            hi = t  # the cause came first (or in the same ms)
+        elif relation == "before":
+            lo = t
+        return causes.first(lo, hi, target, other_node=self.refiner.scope == "other_node")
 
 
 def apply_refiners(items: list[Item], refiners: tuple[RefinerRule, ...]) -> None:
     """Demote, in place, every item a refiner explains by another item."""
     for refiner in refiners:
+        is_target = _Selection(refiner.target)
+        explainer = _Explainers(refiner, items)
         decided = []
         for target in items:
-            if target.role in ("benign", "marker") or not selects(refiner.target, target):
+            if target.role in ("benign", "marker") or not is_target(target):
                 continue
-            cause = _explainer(refiner, target, items)
+            cause = explainer(target)
             if cause is not None:
                 decided.append((target, cause))
         for target, cause in decided:

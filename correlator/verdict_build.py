@@ -60,8 +60,8 @@ def build_verdict(decision: Decision, ruleset_version: str, lines_seen: int) -> 
     )
 
 
-def _chain_role(item: Item, decision: Decision) -> str:
-    if item in decision.considered and decision.sub_domain not in (None, "unattributed"):
+def _chain_role(item: Item, decision: Decision, considered: set[int]) -> str:
+    if id(item) in considered and decision.sub_domain not in (None, "unattributed"):
         return "root"
     root = decision.root
     if root is not None and (item is root or (item.rule.id == root.rule.id and item.role == root.role)):
@@ -73,8 +73,9 @@ def _chain_role(item: Item, decision: Decision) -> str:
 
 def _chain(decision: Decision) -> list[ChainElement]:
     merged: dict[tuple[str, str, str], dict] = {}
+    considered = {id(i) for i in decision.considered}  # by identity: a list lookup per item is quadratic
     for item in decision.items:
-        role = _chain_role(item, decision)
+        role = _chain_role(item, decision, considered)
         key = (item.rule.symptom, item.rule.id, role)
         entry = merged.setdefault(
             key, {"nodes": set(), "first": item.first_ms, "last": item.group.last_ms, "count": 0, "item": item}
@@ -101,7 +102,7 @@ def _chain(decision: Decision) -> list[ChainElement]:
 
 
 def _responsible_nodes(decision: Decision) -> list[str]:
-    if decision.sub_domain in (None, "user", "unattributed"):
+    if decision.sub_domain in (None, "user", "unattributed") or decision.systemic:
         return []
     from correlator.decide import blamed_nodes
 
@@ -165,10 +166,11 @@ def _compat_block(decision: Decision, detail: str) -> AttributionBlock:
 
 def _node_sources(decision: Decision, responsible: list[str]) -> dict[str, list[NodeSource]]:
     out: dict[str, list[NodeSource]] = {}
+    bad = set(responsible)
     for item in decision.considered:
         if not item.node:
             continue
-        status = "bad" if item.node in responsible else "interesting"
+        status = "bad" if item.node in bad else "interesting"
         out.setdefault(item.rule.symptom, []).append(
             NodeSource(node=item.node, status=status, source=_observation(item))
         )
@@ -208,6 +210,8 @@ def _detail(decision: Decision, responsible: list[str]) -> str:
         text += "; competing causes in " + ", ".join(decision.domains)
     elif decision.uncertainty == "secondary_only":
         text += "; only secondary symptoms, no concrete cause"
+    if decision.systemic:
+        text += f"; the same error on all {len(decision.run.nodes)} nodes: a software set-up, not one node"
     if len(responsible) > 1:
         text += "; nodes " + ", ".join(responsible)
     if downstream:
