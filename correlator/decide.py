@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from correlator.evidence import EvidenceGroup
+from correlator.peers import explain_named_peers, node_addresses
 from correlator.refine import CAUSE_ROLES, Item, apply_refiners
+from correlator.teardown import KILL, explain_kill_teardown
 from correlator.verdict import Verdict
 from correlator.verdict_build import build_verdict
 from correlator.workload import WorkloadRun
@@ -70,6 +72,8 @@ class Decision:
     root: Item | None
     uncertainty: str | None
     actor: str | None
+    #: the deciding causes are one NIC error on every node: no node is singled out
+    systemic: bool = False
 
 
 def decide(
@@ -77,7 +81,10 @@ def decide(
 ) -> Verdict:
     items = _items(run, groups, rules_by_id)
     apply_refiners(items, ruleset.refiners)
+    explain_named_peers(items, node_addresses(groups), run.nodes)
     terminal, actor = _terminal_state(run, items)
+    if terminal in ("cancel", "timeout"):
+        explain_kill_teardown(run, items)
     decision = _domain(run, items, terminal, actor)
     return build_verdict(decision, ruleset.version, lines_seen)
 
@@ -111,13 +118,22 @@ def _terminal_state(run: WorkloadRun, items: list[Item]) -> tuple[str, str | Non
     terminal = TERMINAL.get(state or "", "fail")
     markers = {i.rule.marker: i for i in items if i.role == "marker"}
     actor = run.end.actor if run.end else None
-    if state == "PREEMPTED" or (terminal == "cancel" and "preempted" in markers):
+    # a plain FAILED (a batch script that went on after its step was killed, a pod) says less
+    # than the kill line slurmstepd wrote: the line decides
+    generic = state in (None, "FAILED") and terminal == "fail"
+    if state == "PREEMPTED" or ((terminal == "cancel" or generic) and "preempted" in markers):
         return "cancel", actor or "scheduler (preemption)"
-    if terminal == "cancel" and "timeout" in markers:
+    if (terminal == "cancel" or generic) and "timeout" in markers:
         return "timeout", "scheduler (time limit)"
-    if terminal == "cancel":
-        return "cancel", actor or _actor_from_markers(items)
+    if terminal == "cancel" or (generic and "cancelled" in markers):
+        return "cancel", actor or _actor_from_markers(items) or _owner(run)
     return terminal, None
+
+
+def _owner(run: WorkloadRun) -> str:
+    """A cancel nobody else claims (no preemption, time limit or operator named): the job's
+    owner's own ``scancel``, by far the most common plain CANCELLED."""
+    return str(run.info.get("user") or "user")
 
 
 def _actor_from_markers(items: list[Item]) -> str | None:
@@ -155,6 +171,11 @@ def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision
     domains = _ranked_domains(considered)
     base.root = _pick_root(considered)
     base.domains = domains
+    if _systemic(base.run, considered):
+        # one bad link or card shows on one node; the same NIC error on every node at once is
+        # how the stack is set up (GPUDirect, peer memory, a wrong HCA), not a part that broke
+        base.sub_domain, base.domains, base.systemic = "system_software", ["system_software"], True
+        return base
     if len(domains) > 1:
         base.sub_domain, base.uncertainty = "ambiguous", "competing_domains"
         return base
@@ -164,6 +185,20 @@ def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision
     elif weak:
         base.uncertainty = "weak_evidence"
     return base
+
+
+#: Tags of symptoms that, seen on every node of a run, point at the software set-up.
+SYSTEMIC_TAGS = frozenset({"nic", "transport", "fabric"})
+
+
+def _systemic(run: WorkloadRun, considered: list[Item]) -> bool:
+    """Every deciding cause is a NIC / transport error, and one of them was logged by every node."""
+    if len(run.nodes) < 2 or not all(SYSTEMIC_TAGS & set(i.rule.tags) for i in considered):
+        return False
+    nodes_by_symptom: dict[str, set[str]] = {}
+    for item in considered:
+        nodes_by_symptom.setdefault(item.rule.symptom, set()).add(item.node or "")
+    return any(run.nodes <= nodes for nodes in nodes_by_symptom.values())
 
 
 def _ranked_domains(items: list[Item]) -> list[str]:
@@ -176,7 +211,11 @@ def _ranked_domains(items: list[Item]) -> list[str]:
 
 def _without_causes(base: Decision) -> Decision:
     run, terminal = base.run, base.terminal_state
-    echoes = [i for i in base.items if i.role in ("echo", "downstream", "companion") and not i.pre_start]
+    echoes = [
+        i
+        for i in base.items
+        if i.role in ("echo", "downstream", "companion") and not i.pre_start and i.explained_by != KILL
+    ]
     if terminal == "timeout" and not echoes:
         base.sub_domain, base.domains = "user", ["user"]
         return base

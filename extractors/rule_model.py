@@ -56,6 +56,7 @@ TAGS = (
     "preemption",
     "cancellation",
     "timeout",
+    "condition",
 )
 #: Job-end facts a marker rule may state.
 MARKERS = ("timeout", "preempted", "cancelled", "node_failure", "success", "oom")

@@ -337,9 +337,7 @@ def evaluate(
     """Judge every row of ``split`` (dev, test or all), optionally of some families only."""
     wanted = set(families)
     chosen = [
-        row
-        for row in rows
-        if (split == "all" or row.split == split) and (not wanted or row.family in wanted)
+        row for row in rows if (split == "all" or row.split == split) and (not wanted or row.family in wanted)
     ]
     judge = LineJudge(ruleset)
     return EvaluationReport.of([judge.judge(row, number) for number, row in enumerate(chosen, start=1)])

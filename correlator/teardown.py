@@ -1,0 +1,48 @@
+"""What a scheduler's kill leaves behind is its echo, not a cause.
+
+When Slurm ends a job at its time limit or on ``scancel``, it signals every task at once: the
+survivors' NCCL sockets close, the launcher reports killed ranks, the driver cleans up channels
+(Xid 45). All of that starts at the kill, so from the kill on such symptoms are downstream of it.
+A collective that hung *before* the kill is not touched: a walltime reached after a hang is still
+worth an ``ambiguous``.
+"""
+
+from __future__ import annotations
+
+from correlator.refine import CAUSE_ROLES, Item
+from correlator.workload import WorkloadRun
+
+__all__ = ["KILL", "TEARDOWN_TAGS", "explain_kill_teardown", "kill_time_ms"]
+
+#: What a kill produces on every rank: closed transports, killed-task reports, channel cleanup.
+TEARDOWN_TAGS = frozenset({"transport", "process_teardown", "xid_companion", "crash_consequence"})
+#: Lines this long before a logged kill still count as its echo (clocks of nodes differ a little).
+KILL_SLACK_MS = 10_000
+#: Without a kill line, the job-end record is the reference: Slurm sends SIGTERM, waits KillWait
+#: (30 s by default) and only then records the end, so the teardown starts up to that much earlier.
+END_SLACK_MS = 60_000
+#: ``explained_by`` of what the kill explains.
+KILL = "scheduler kill"
+_KILL_MARKERS = ("timeout", "cancelled", "preempted")
+_TEARDOWN_ROLES = (*CAUSE_ROLES, "echo")
+
+
+def kill_time_ms(run: WorkloadRun, items: list[Item]) -> int | None:
+    """The earliest moment the scheduler's kill can have started: its first kill marker (less a
+    little clock skew), else the job's end less the kill wait."""
+    marks = [i.first_ms for i in items if i.role == "marker" and i.rule.marker in _KILL_MARKERS]
+    if marks:
+        return min(marks) - KILL_SLACK_MS
+    return run.end_ms - END_SLACK_MS if run.end_ms is not None else None
+
+
+def explain_kill_teardown(run: WorkloadRun, items: list[Item]) -> None:
+    """Demote, in place, teardown symptoms that start at (or just before) the kill."""
+    kill_ms = kill_time_ms(run, items)
+    if kill_ms is None:
+        return
+    for item in items:
+        if item.role not in _TEARDOWN_ROLES or not (TEARDOWN_TAGS & set(item.rule.tags)):
+            continue
+        if item.first_ms >= kill_ms:
+            item.role, item.explained_by = "downstream", KILL
