@@ -15,44 +15,12 @@ from pathlib import Path
 import orjson
 
 from extractors.loader import load_ruleset
-from scripts.bench.workload import iso, lines
+from scripts.bench.workload import jobcomp_record as _jobcomp
+from scripts.bench.workload import lines
+from scripts.bench.workload import shipper_record as _record
 from streams.backtest import backtest, default_workers
 
 T0 = 1_714_557_600_000
-
-
-def _record(text: str, source: str, host: str, ms: int) -> dict:
-    if source == "applog":
-        value = {
-            "host": host,
-            "message": text,
-            "source_type": "file",
-            "timestamp": iso(ms),
-            "file": "/var/log/train/rank0.log",
-        }
-        return {"topic": "logs.applog", "value": value, "key": None, "timestamp": ms + 50}
-    if source == "dmesg":
-        value = {"@timestamp": ms / 1000, "log": f"[ 8123.123456] {text}", "hostname": host}
-        return {"topic": "logs.dmesg", "value": value, "key": None, "timestamp": ms + 50}
-    value = {"@timestamp": ms / 1000, "MESSAGE": text, "_HOSTNAME": host, "SYSLOG_IDENTIFIER": "kernel"}
-    return {"topic": "logs.syslog", "value": value, "key": None, "timestamp": ms + 50}
-
-
-def _jobcomp(jobid: int, start: int, end: int, nodes: str) -> dict:
-    fmt = lambda ms: iso(ms)[:19]  # noqa: E731
-    value = {
-        "jobid": jobid,
-        "username": "alice",
-        "user_id": 1001,
-        "@start": fmt(start),
-        "@end": fmt(end),
-        "nodes": nodes,
-        "state": "FAILED",
-        "exit_code": "1:0",
-        "partition": "gpu",
-        "job_name": "bench",
-    }
-    return {"topic": "events.scheduler", "value": value, "key": str(jobid), "timestamp": end + 100}
 
 
 def write_recording(path: Path, count: int) -> int:

@@ -38,15 +38,15 @@ def symptom_lines() -> list[tuple[str, str]]:
 
 
 def lines(
-    count: int, seed: int = 7, symptom_rate: float = 0.001, nodes: int = 256
+    count: int, seed: int = 7, symptom_rate: float = 0.001, nodes: int = 256, hosts: list[str] | None = None
 ) -> Iterator[tuple[str, str, str]]:
-    """(text, source, host) tuples."""
+    """(text, source, host) tuples; hosts ``gpu0000``… unless ``hosts`` names them."""
     rng = random.Random(seed)
-    symptoms = symptom_lines()
+    symptoms = symptom_lines() if symptom_rate else []
     sources = ("applog", "applog", "applog", "syslog", "dmesg")
     for index in range(count):
-        host = f"gpu{rng.randrange(nodes):04d}"
-        if rng.random() < symptom_rate:
+        host = hosts[rng.randrange(len(hosts))] if hosts else f"gpu{rng.randrange(nodes):04d}"
+        if symptoms and rng.random() < symptom_rate:
             text, source = rng.choice(symptoms)
             yield text, source, host
             continue
@@ -68,3 +68,95 @@ def lines(
 
 def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def shipper_record(text: str, source: str, host: str, ms: int) -> dict:
+    """A recording record as Vector (applog) or Fluent Bit (dmesg, syslog) ships the line."""
+    if source == "applog":
+        value = {
+            "host": host,
+            "message": text,
+            "source_type": "file",
+            "timestamp": iso(ms),
+            "file": "/var/log/train/rank0.log",
+        }
+        return {"topic": "logs.applog", "value": value, "key": None, "timestamp": ms + 50}
+    if source == "dmesg":
+        value = {"@timestamp": ms / 1000, "log": f"[ 8123.123456] {text}", "hostname": host}
+        return {"topic": "logs.dmesg", "value": value, "key": None, "timestamp": ms + 50}
+    value = {"@timestamp": ms / 1000, "MESSAGE": text, "_HOSTNAME": host, "SYSLOG_IDENTIFIER": "kernel"}
+    return {"topic": "logs.syslog", "value": value, "key": None, "timestamp": ms + 50}
+
+
+def jobcomp_record(jobid: int, start: int, end: int, nodes: str, state: str = "FAILED") -> dict:
+    """A Slurm jobcomp/kafka record of a job's end (``nodes`` as a Slurm hostlist)."""
+    value = {
+        "jobid": jobid,
+        "username": "alice",
+        "user_id": 1001,
+        "@start": iso(start)[:19],
+        "@end": iso(end)[:19],
+        "nodes": nodes,
+        "state": state,
+        "exit_code": "1:0",
+        "partition": "gpu",
+        "job_name": "bench",
+    }
+    return {"topic": "events.scheduler", "value": value, "key": str(jobid), "timestamp": end + 100}
+
+
+# --- a failure at scale: one GPU falls off the bus, every other rank loses its peer ------------
+
+XID_79 = "NVRM: Xid (PCI:0000:e4:00): 79, pid=4242, name=python, GPU has fallen off the bus."
+PEER_CLOSED = (
+    "{h}:{p}:{p} [{d}] misc/socket.cc:49 NCCL WARN socketProgress: "
+    "Connection closed by remote peer {peer}<{port}>"
+)
+STORM_JOB = 7001
+#: Event time the storm run spans; the storm is its last tenth (well inside the transport
+#: refiner's 900 s window after the Xid).
+STORM_RUN_MS = 30 * 60_000
+
+
+def storm_hosts(nodes: int) -> list[str]:
+    return [f"gpu{n:05d}" for n in range(nodes)]
+
+
+def storm_xid_node(nodes: int) -> str:
+    return storm_hosts(nodes)[nodes // 3]
+
+
+def storm_records(nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: int = 7) -> Iterator[dict]:
+    """One job on ``nodes`` nodes (8 GPUs each), ``count`` log lines, in time order: healthy
+    training and system lines for nine tenths of the run, then one node's Xid 79, then an NCCL
+    "Connection closed by remote peer <that node>" storm from every node for the last tenth,
+    then the job's end (Slurm jobcomp, FAILED). The right verdict: hardware, the Xid node,
+    root gpu_fallen_off_bus."""
+    hosts = storm_hosts(nodes)
+    xid_node = storm_xid_node(nodes)
+    healthy = count - max(count // 10, nodes)  # every node takes part in the storm
+    storm = count - healthy - 1
+    step = STORM_RUN_MS / count
+    index = 0
+    for text, source, host in lines(healthy, seed=seed, symptom_rate=0, hosts=hosts):
+        yield shipper_record(text, source, host, t0_ms + int(index * step))
+        index += 1
+    yield shipper_record(XID_79, "dmesg", xid_node, t0_ms + int(index * step))
+    index += 1
+    for n in range(storm):
+        host = hosts[n % nodes]
+        values = {"h": host, "p": 1000 + n % 60000, "d": n % 8, "peer": xid_node, "port": 40000 + n % 20000}
+        yield shipper_record(PEER_CLOSED.format(**values), "applog", host, t0_ms + int(index * step))
+        index += 1
+    end_ms = t0_ms + int(index * step) + 1_000
+    yield jobcomp_record(STORM_JOB, t0_ms, end_ms, f"gpu[00000-{nodes - 1:05d}]")
+
+
+def write_storm_recording(path, nodes: int, count: int, t0_ms: int = 1_714_557_600_000) -> int:
+    """Write :func:`storm_records` as a recording (JSON Lines); returns the number of log lines."""
+    import orjson
+
+    with open(path, "wb") as out:
+        for record in storm_records(nodes, count, t0_ms):
+            out.write(orjson.dumps(record) + b"\n")
+    return count
