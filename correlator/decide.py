@@ -97,7 +97,9 @@ def _items(run: WorkloadRun, groups: list[EvidenceGroup], rules_by_id: dict) -> 
             continue  # a rule removed since the symptom was extracted, or matched to be ignored
         item = Item(group=group, rule=rule, role=rule.role)
         if run.start_ms is not None and group.last_ms < run.start_ms and rule.role in CAUSE_ROLES:
-            item.role, item.pre_start = "context", True
+            item.pre_start = True
+            if "condition" not in rule.tags:  # a node condition (no driver, FM down) still holds
+                item.role = "context"
         items.append(item)
     items.sort(key=lambda i: (i.first_ms, i.rule.id, i.node or "", i.group.first.line))
     return items

@@ -61,7 +61,15 @@ class Ruleset:
 
 
 def default_rules_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "rules"
+    """The bundled ruleset: ``rules/`` beside the code in a checkout, else the copy a wheel
+    installs as the data package ``faultstream_rules``."""
+    checkout = Path(__file__).resolve().parent.parent / "rules"
+    if (checkout / "ruleset.yaml").is_file():
+        return checkout
+    from importlib.util import find_spec
+
+    spec = find_spec("faultstream_rules")  # a namespace package: data files, no __init__
+    return Path(next(iter(spec.submodule_search_locations))) if spec else checkout
 
 
 def load_ruleset(directory: Path | str | None = None) -> Ruleset:
