@@ -8,9 +8,9 @@ Attribution's v2 API returns (``root_symptom`` with ``source``, ``attribution_ou
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "AttributionBlock",
@@ -50,11 +50,20 @@ class ChainElement(_Model):
     rule_id: str
     domain: str
     role: Literal["root", "downstream", "context"]
-    nodes: list[str]
+    nodes: list[str]  # every node, or for a downstream/context element on many, a sample
     first: str
     last: str
     count: int
     explained_by: str | None = None
+    #: set only when ``nodes`` is a sample: how many nodes logged the element
+    nodes_total: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_total(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("nodes_total") is None:
+            data.pop("nodes_total", None)  # a complete node list: the field is not written at all
+        return data
 
 
 class JobFacts(_Model):

@@ -31,6 +31,12 @@ DOMAIN_LABELS = {
     "unattributed": "Unattributed",
 }
 TERMINAL_LABELS = {"fail": "Fail", "cancel": "Cancel", "timeout": "Timeout", "success": "Success"}
+#: A downstream or context chain element names at most this many nodes (those with the most
+#: lines) and counts the rest: a 12,500-node storm is summarized, not listed. Root elements name
+#: every node: they are the responsible ones.
+CHAIN_NODE_SAMPLE = 16
+#: At most this many per-node sources in ``symptoms`` (bad nodes first, then by time).
+MAX_NODE_SOURCES = 64
 
 
 def build_verdict(decision: Decision, ruleset_version: str, lines_seen: int) -> Verdict:
@@ -78,9 +84,10 @@ def _chain(decision: Decision) -> list[ChainElement]:
         role = _chain_role(item, decision, considered)
         key = (item.rule.symptom, item.rule.id, role)
         entry = merged.setdefault(
-            key, {"nodes": set(), "first": item.first_ms, "last": item.group.last_ms, "count": 0, "item": item}
+            key, {"nodes": {}, "first": item.first_ms, "last": item.group.last_ms, "count": 0, "item": item}
         )
-        entry["nodes"].add(item.node or "")
+        node = item.node or ""
+        entry["nodes"][node] = entry["nodes"].get(node, 0) + item.group.count
         entry["first"] = min(entry["first"], item.first_ms)
         entry["last"] = max(entry["last"], item.group.last_ms)
         entry["count"] += item.group.count
@@ -91,14 +98,24 @@ def _chain(decision: Decision) -> list[ChainElement]:
             rule_id=rule_id,
             domain=e["item"].rule.domain,
             role=role,
-            nodes=sorted(n for n in e["nodes"] if n),
             first=iso(e["first"]),
             last=iso(e["last"]),
             count=e["count"],
             explained_by=e["item"].explained_by,
+            **_chain_nodes(e["nodes"], sample=role != "root"),
         )
         for (symptom, rule_id, role), e in ordered
     ]
+
+
+def _chain_nodes(lines_by_node: dict[str, int], sample: bool) -> dict:
+    """Every node of the element, or beyond CHAIN_NODE_SAMPLE the ones with the most lines and
+    the total."""
+    named = {n: c for n, c in lines_by_node.items() if n}
+    if not sample or len(named) <= CHAIN_NODE_SAMPLE:
+        return {"nodes": sorted(named)}
+    top = sorted(named, key=lambda n: (-named[n], n))[:CHAIN_NODE_SAMPLE]
+    return {"nodes": sorted(top), "nodes_total": len(named)}
 
 
 def _responsible_nodes(decision: Decision) -> list[str]:
@@ -167,9 +184,12 @@ def _compat_block(decision: Decision, detail: str) -> AttributionBlock:
 def _node_sources(decision: Decision, responsible: list[str]) -> dict[str, list[NodeSource]]:
     out: dict[str, list[NodeSource]] = {}
     bad = set(responsible)
-    for item in decision.considered:
-        if not item.node:
-            continue
+    sourced = [i for i in decision.considered if i.node]
+    if len(sourced) > MAX_NODE_SOURCES:  # many nodes: the responsible ones first, then the earliest
+        first = sorted(sourced, key=lambda i: (i.node not in bad, i.first_ms))[:MAX_NODE_SOURCES]
+        kept = {id(i) for i in first}
+        sourced = [i for i in sourced if id(i) in kept]
+    for item in sourced:
         status = "bad" if item.node in bad else "interesting"
         out.setdefault(item.rule.symptom, []).append(
             NodeSource(node=item.node, status=status, source=_observation(item))

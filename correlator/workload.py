@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ class WorkloadRun:
     revision: int = 0
     last_verdict_digest: str | None = None
     finalized_at_ms: int | None = None
+    #: node → keys of its direct groups, so that one node's groups are found without a scan
+    direct_keys_by_node: dict[str, list[GroupKey]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def end_ms(self) -> int | None:
@@ -51,18 +54,29 @@ class WorkloadRun:
         key = group_key(incoming.first)
         group = self.direct.get(key)
         if group is None:
-            self.direct[key] = incoming.copy()
+            self._keep_direct(key, incoming.copy())
         else:
             group.merge(incoming)
 
-    def to_dict(self) -> dict[str, Any]:
+    def _keep_direct(self, key: GroupKey, group: EvidenceGroup) -> None:
+        self.direct[key] = group
+        self.direct_keys_by_node.setdefault(key[0], []).append(key)
+
+    def direct_on(self, node: str) -> list[EvidenceGroup]:
+        """The direct groups logged on one node ("" for none): the live correlator stores them per
+        node, as records of their own, so that no record grows with the number of nodes."""
+        return [self.direct[key] for key in self.direct_keys_by_node.get(node, ())]
+
+    def to_dict(self, with_direct: bool = True) -> dict[str, Any]:
+        # the end record's node list repeats ``nodes``: stored once
+        end = {**self.end.to_dict(), "nodes": []} if self.end else None
         return {
             "workload_id": self.workload_id,
             "nodes": sorted(self.nodes),
             "start_ms": self.start_ms,
-            "end": self.end.to_dict() if self.end else None,
+            "end": end,
             "info": self.info,
-            "direct": [g.to_dict() for g in self.direct.values()],
+            "direct": [g.to_dict() for g in self.direct.values()] if with_direct else [],
             "direct_lines": self.direct_lines,
             "revision": self.revision,
             "last_verdict_digest": self.last_verdict_digest,
@@ -82,7 +96,10 @@ class WorkloadRun:
             last_verdict_digest=data["last_verdict_digest"],
             finalized_at_ms=data["finalized_at_ms"],
         )
-        for raw in data["direct"]:
-            group = EvidenceGroup.from_dict(raw)
-            run.direct[group_key(group.first)] = group
+        run.load_direct(EvidenceGroup.from_dict(raw) for raw in data["direct"])
         return run
+
+    def load_direct(self, groups: Iterable[EvidenceGroup]) -> None:
+        """Direct groups read back from storage (each key once)."""
+        for group in groups:
+            self._keep_direct(group_key(group.first), group)

@@ -9,6 +9,7 @@ and an unchanged one is not emitted again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,26 +47,69 @@ class RunPlacement:
 
 @dataclass
 class WorkloadState:
+    """One run and what its nodes reported.
+
+    Stored (live pipeline) as one small record for the run plus one record per node holding
+    that node's report and the symptoms it logged that name the workload
+    (:meth:`node_record`), so that no record grows with the number of nodes: a 12,500-node
+    job's state is 12,500 small records and one record with the node list.
+    """
+
     run: WorkloadRun
     evidence: dict[str, NodeEvidence] = field(default_factory=dict)
     end_seen_wall_ms: int | None = None  # live pipeline only: when the job-end record arrived
+    _missing: set[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _missing_of: int = field(default=-1, init=False, repr=False, compare=False)
 
     def ready(self) -> bool:
-        return self.run.end is not None and self.run.nodes <= self.evidence.keys()
+        """The run has ended and every node it ran on has reported (O(1) per report: the set
+        of nodes still awaited is kept, and rebuilt only when the run gains nodes)."""
+        if self.run.end is None:
+            return False
+        if self._missing is None or self._missing_of != len(self.run.nodes):
+            self._missing = self.run.nodes - self.evidence.keys()
+            self._missing_of = len(self.run.nodes)
+        return not self._missing
+
+    def add_evidence(self, evidence: NodeEvidence) -> None:
+        self.evidence[evidence.node] = evidence
+        if self._missing is not None:
+            self._missing.discard(evidence.node)
+
+    def stored_nodes(self) -> set[str]:
+        """Nodes with a record of their own (a report, direct symptoms, or both)."""
+        return self.evidence.keys() | self.run.direct_keys_by_node.keys()
 
     def to_dict(self) -> dict[str, Any]:
+        """The run's own record: no node's report or symptoms, only which nodes outside the run
+        have a record (normally none: a controller that logged a line naming the job)."""
         return {
-            "run": self.run.to_dict(),
-            "evidence": [e.to_dict() for e in self.evidence.values()],
+            "run": self.run.to_dict(with_direct=False),
             "end_seen_wall_ms": self.end_seen_wall_ms,
+            "other_nodes": sorted(self.stored_nodes() - self.run.nodes),
         }
 
+    def node_record(self, node: str) -> dict[str, Any] | None:
+        report = self.evidence.get(node)
+        direct = self.run.direct_on(node)
+        if report is None and not direct:
+            return None
+        return {"evidence": report.to_dict() if report else None, "direct": [g.to_dict() for g in direct]}
+
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorkloadState:
-        evidence = [NodeEvidence.from_dict(e) for e in data["evidence"]]
-        return cls(
-            WorkloadRun.from_dict(data["run"]), {e.node: e for e in evidence}, data.get("end_seen_wall_ms")
-        )
+    def from_dict(
+        cls, data: dict[str, Any], read_node: Callable[[str], dict[str, Any] | None]
+    ) -> WorkloadState:
+        """Rebuild from the run's record and ``read_node(node)``, which returns a node's record."""
+        state = cls(WorkloadRun.from_dict(data["run"]), end_seen_wall_ms=data.get("end_seen_wall_ms"))
+        for node in sorted(state.run.nodes | set(data.get("other_nodes", ()))):
+            record = read_node(node)
+            if record is None:
+                continue
+            if record["evidence"] is not None:
+                state.add_evidence(NodeEvidence.from_dict(record["evidence"]))
+            state.run.load_direct(EvidenceGroup.from_dict(g) for g in record["direct"])
+        return state
 
 
 class WorkloadCorrelator:
@@ -76,20 +120,30 @@ class WorkloadCorrelator:
         self.settings = settings
         self.rules_by_id = {r.id: r for r in ruleset.symptom_rules}
         self.states: dict[str, WorkloadState] = states if states is not None else {}
-        self.touched: set[str] = set()
+        self.touched: set[str] = set()  # workloads whose run record changed
+        #: (workload, node) records changed or dropped: the storage writes what each now holds
+        self.nodes_changed: set[tuple[str, str]] = set()
 
-    def state(self, workload_id: str) -> WorkloadState:
+    def state(self, workload_id: str, touch: bool = True) -> WorkloadState:
         state = self.states.get(workload_id)
         if state is None:
             state = self.states[workload_id] = WorkloadState(WorkloadRun(workload_id))
-        self.touched.add(workload_id)
+            touch = True
+        if touch:
+            self.touched.add(workload_id)
         return state
+
+    def _drop(self, state: WorkloadState) -> None:
+        workload_id = state.run.workload_id
+        self.nodes_changed.update((workload_id, node) for node in state.stored_nodes())
+        self.touched.add(workload_id)
 
     def on_job_event(self, event: JobEvent, wall_ms: int | None = None) -> list[RunPlacement]:
         if event.workload_id is None:
             return []
         state = self.state(event.workload_id)
         if self._is_requeue(state, event):
+            self._drop(state)
             state = self.states[event.workload_id] = WorkloadState(WorkloadRun(event.workload_id))
         state.run.apply(event)
         if event.kind == "job_end" and state.end_seen_wall_ms is None:
@@ -112,18 +166,25 @@ class WorkloadCorrelator:
 
     def on_direct_group(self, group: EvidenceGroup) -> list[Verdict]:
         """Symptoms whose lines name this workload themselves, wherever they were logged."""
-        state = self.state(group.first.workload_id or "")
+        state = self.state(group.first.workload_id or "", touch=False)
+        node = group.node or ""
+        if node not in state.run.nodes and node not in state.stored_nodes():
+            self.touched.add(state.run.workload_id)  # the run record lists nodes outside the run
         state.run.add_direct(group)
+        self.nodes_changed.add((state.run.workload_id, node))
         return self._redecide(state) if state.run.finalized_at_ms is not None else []
 
     def on_direct_lines(self, workload_id: str, count: int) -> None:
         self.state(workload_id).run.direct_lines += count
 
     def on_node_evidence(self, evidence: NodeEvidence, watermark_ms: int) -> list[Verdict]:
-        state = self.state(evidence.workload_id)
+        state = self.state(evidence.workload_id, touch=False)
         late_for_a_verdict = state.run.finalized_at_ms is not None
         first_from_node = evidence.node not in state.evidence
-        state.evidence[evidence.node] = evidence
+        if evidence.node not in state.run.nodes and evidence.node not in state.stored_nodes():
+            self.touched.add(evidence.workload_id)  # the run record lists nodes outside the run
+        state.add_evidence(evidence)
+        self.nodes_changed.add((evidence.workload_id, evidence.node))
         if not late_for_a_verdict:
             return self._decide_if_ready(state, watermark_ms)
         if first_from_node and not state.ready():
@@ -168,10 +229,11 @@ class WorkloadCorrelator:
 
     def _emit(self, state: WorkloadState, now_ms: int) -> list[Verdict]:
         run = state.run
-        run.finalized_at_ms = run.finalized_at_ms or now_ms
-        self.touched.add(run.workload_id)
+        if run.finalized_at_ms is None:
+            run.finalized_at_ms = now_ms
+            self.touched.add(run.workload_id)
         groups = [g for e in sorted(state.evidence.values(), key=lambda e: e.node) for g in e.groups]
-        groups += list(run.direct.values())
+        groups += [group for _, group in sorted(run.direct.items())]  # the order storage cannot change
         lines = sum(e.lines for e in state.evidence.values()) + run.direct_lines
         verdict = decide(run, groups, self.ruleset, self.rules_by_id, lines)
         digest = _digest(verdict, sorted(state.evidence))
@@ -179,6 +241,7 @@ class WorkloadCorrelator:
             return []
         run.revision += 1
         run.last_verdict_digest = digest
+        self.touched.add(run.workload_id)
         return [verdict.model_copy(update={"revision": run.revision})]
 
     def expire(self, watermark_ms: int) -> None:
@@ -189,12 +252,17 @@ class WorkloadCorrelator:
             stale = run.end is None and run.start_ms is None and not run.direct
             abandoned = run.end is None and (run.start_ms or 0) + MAX_RUN_MS < watermark_ms
             if done or stale or abandoned:
+                self._drop(self.states[workload_id])
                 del self.states[workload_id]
-                self.touched.add(workload_id)
 
     def take_touched(self) -> set[str]:
         touched, self.touched = self.touched, set()
         return touched
+
+    def take_node_changes(self) -> set[tuple[str, str]]:
+        """(workload, node) records changed or dropped since the last call."""
+        changed, self.nodes_changed = self.nodes_changed, set()
+        return changed
 
 
 def _digest(verdict: Verdict, reported: list[str]) -> str:

@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
+import orjson
+
 from correlator.evidence import EvidenceGroup
 from correlator.node_side import NodeCorrelator, NodeEvidence, NodeState
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from correlator.workload_side import RunPlacement, WorkloadCorrelator, WorkloadState
 from extractors.loader import Ruleset
-from streams.partition_state import PartitionClock, PartitionView
+from streams.partition_state import META, PartitionClock, PartitionView
 from streams.records import JobEvent
 
-__all__ = ["NodePartition", "WorkloadPartition"]
+__all__ = ["NodePartition", "WorkloadPartition", "node_record_key"]
 
 EXPIRE_EVERY_MS = 10_000
 #: State is expired by the watermark of this long ago (wall time): see PartitionClock.lagged.
@@ -29,6 +31,12 @@ COUNTS_SAVE_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "job"})
+
+
+def node_record_key(workload_id: str, node: str) -> str:
+    """Table key of one node's part of a workload's state (bookkeeping prefix: the partition's
+    view does not list it as a workload)."""
+    return f"{META}node\t{workload_id}\t{node}"
 
 
 class _Partition:
@@ -126,9 +134,7 @@ class WorkloadPartition(_Partition):
         partitions: int,
     ) -> None:
         super().__init__(table, partition, "workload")
-        self.view: PartitionView[WorkloadState] = PartitionView(
-            table, partition, partitions, WorkloadState.from_dict
-        )
+        self.view: PartitionView[WorkloadState] = PartitionView(table, partition, partitions, self._load_state)
         self.workloads = WorkloadCorrelator(ruleset, settings, self.view)  # type: ignore[arg-type]
         #: A run still waiting for node reports this long (wall time) after its end record is
         #: decided on what came: a node partition that stays silent cannot hold a verdict forever.
@@ -164,7 +170,28 @@ class WorkloadPartition(_Partition):
             self.workloads.expire(expire_at)
         return placements, verdicts
 
+    def _load_state(self, data: dict[str, Any]) -> WorkloadState:
+        workload_id = data["run"]["workload_id"]
+
+        def read_node(node: str) -> dict[str, Any] | None:
+            raw = self.table.get(node_record_key(workload_id, node))
+            return orjson.loads(raw) if raw else None
+
+        return WorkloadState.from_dict(data, read_node)
+
     def persist(self) -> None:
+        """Write the changed run records, then each changed (workload, node) record: a node's
+        report and direct symptoms are a record of their own, so no record grows with the
+        number of nodes (docs/architecture.md, "Record sizes")."""
         touched = self.workloads.take_touched()
         self.view.persist(touched)
-        self._save_clock(bool(touched))
+        changed = self.workloads.take_node_changes()
+        for workload_id, node in sorted(changed):
+            state = self.view.cache.get(workload_id)
+            record = state.node_record(node) if state is not None else None
+            key = node_record_key(workload_id, node)
+            if record is not None:
+                self.table[key] = orjson.dumps(record)
+            elif key in self.table:
+                del self.table[key]
+        self._save_clock(bool(touched or changed))

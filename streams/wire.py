@@ -22,6 +22,7 @@ from correlator.workload_side import RunPlacement
 from streams.records import JobEvent
 
 __all__ = [
+    "MAX_RECORD_BYTES",
     "decode",
     "encode",
     "evidence",
@@ -33,6 +34,12 @@ __all__ = [
     "watermark",
     "workload_lines",
 ]
+
+
+#: The size every record the correlator writes stays under — internal events, node reports,
+#: table (changelog) values, verdicts — for jobs up to 12,500 nodes: half the broker's and the
+#: producer's 1 MiB default, which Faultstream never raises (docs/architecture.md, "Record sizes").
+MAX_RECORD_BYTES = 512 * 1024
 
 
 def encode(record: dict[str, Any]) -> bytes:

@@ -126,7 +126,9 @@ def storm_xid_node(nodes: int) -> str:
     return storm_hosts(nodes)[nodes // 3]
 
 
-def storm_records(nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: int = 7) -> Iterator[dict]:
+def storm_records(
+    nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: int = 7, storm_share: float = 0.1
+) -> Iterator[dict]:
     """One job on ``nodes`` nodes (8 GPUs each), ``count`` log lines, in time order: healthy
     training and system lines for nine tenths of the run, then one node's Xid 79, then an NCCL
     "Connection closed by remote peer <that node>" storm from every node for the last tenth,
@@ -134,8 +136,8 @@ def storm_records(nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: 
     root gpu_fallen_off_bus."""
     hosts = storm_hosts(nodes)
     xid_node = storm_xid_node(nodes)
-    healthy = count - max(count // 10, nodes)  # every node takes part in the storm
-    storm = count - healthy - 1
+    storm = max(int(count * storm_share), nodes)  # every node takes part in the storm
+    healthy = max(0, count - storm - 1)
     step = STORM_RUN_MS / count
     index = 0
     for text, source, host in lines(healthy, seed=seed, symptom_rate=0, hosts=hosts):
@@ -152,11 +154,13 @@ def storm_records(nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: 
     yield jobcomp_record(STORM_JOB, t0_ms, end_ms, f"gpu[00000-{nodes - 1:05d}]")
 
 
-def write_storm_recording(path, nodes: int, count: int, t0_ms: int = 1_714_557_600_000) -> int:
+def write_storm_recording(
+    path, nodes: int, count: int, t0_ms: int = 1_714_557_600_000, storm_share: float = 0.1
+) -> int:
     """Write :func:`storm_records` as a recording (JSON Lines); returns the number of log lines."""
     import orjson
 
     with open(path, "wb") as out:
-        for record in storm_records(nodes, count, t0_ms):
+        for record in storm_records(nodes, count, t0_ms, storm_share=storm_share):
             out.write(orjson.dumps(record) + b"\n")
     return count
