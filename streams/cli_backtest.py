@@ -31,6 +31,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--all-revisions", action="store_true", help="every revision, not only the last")
     parser.add_argument("--grace", type=float, default=None, help="grace period for late lines, seconds")
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="baseline rules: print what --rules (default: bundled) changes against them, not verdicts",
+    )
+    parser.add_argument("--fail-on-change", action="store_true", help="with --baseline: exit 1 on any change")
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -60,6 +67,8 @@ def run_backtest(args: argparse.Namespace) -> int:
         if args.grace is None
         else CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
     )
+    if args.baseline is not None:
+        return _diff_against_baseline(args, ruleset, settings)
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     try:
         for path in args.input:
@@ -75,6 +84,19 @@ def run_backtest(args: argparse.Namespace) -> int:
         if args.output:
             out.close()
     return 0
+
+
+def _diff_against_baseline(args: argparse.Namespace, candidate, settings) -> int:
+    from extractors.loader import load_ruleset
+    from streams.cli_replay import diff_recording, print_diff
+
+    baseline = load_ruleset(args.baseline)
+    changed = False
+    for path in args.input:
+        diff = diff_recording(path, baseline, candidate, settings)
+        print_diff(diff, args.format == "json", f"{path}:")
+        changed = changed or bool(diff.changes)
+    return 1 if args.fail_on_change and changed else 0
 
 
 def _summary(path: Path, result: BacktestResult, version: str) -> None:
