@@ -124,7 +124,14 @@ def _extracted_batches(
         yield from pool.imap(_extract, _raw_blocks(path, size), chunksize=1)
 
 
-def default_workers() -> int:
+#: Below this much recording, worker processes cost more (start, one Hyperscan database each)
+#: than they save.
+SMALL_RECORDING_BYTES = 8 << 20
+
+
+def default_workers(recording_bytes: int | None = None) -> int:
+    if recording_bytes is not None and recording_bytes < SMALL_RECORDING_BYTES:
+        return 1
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -72,7 +72,8 @@ def run_backtest(args: argparse.Namespace) -> int:
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     try:
         for path in args.input:
-            result = backtest(path, ruleset, settings, workers=args.workers or default_workers())
+            workers = args.workers or default_workers(path.stat().st_size)
+            result = backtest(path, ruleset, settings, workers=workers)
             verdicts = result.verdicts if args.all_revisions else latest_revisions(result.verdicts)
             if args.format == "table":
                 out.write(verdict_table(verdicts) + "\n")
