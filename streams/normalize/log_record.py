@@ -71,7 +71,7 @@ def common_json_line(
         text = record.get(name)
         if text is not None:
             break
-    if type(text) is not str or "\n" in text or "\r" in text or "#012" in text or not text or text.isspace():
+    if type(text) is not str or "\n" in text or "\r" in text or "#01" in text or not text or text.isspace():
         return None
     stamp = None
     for name in TIME_KEYS:  # the first present, as record_time_ms picks it
@@ -109,9 +109,11 @@ def _first_time(own_ms: int | None, field_ms: int | None, kafka_ms: int | None) 
 
 
 def split_lines(text: str) -> list[str]:
-    """The non-empty lines of ``text`` (``#012`` is rsyslog's escape for an embedded newline)."""
-    if "#012" in text:
-        text = text.replace("#012", "\n")
+    """The non-empty lines of ``text``. rsyslog escapes control characters as ``#ooo``: ``#012``
+    (an embedded newline) splits lines, ``#011`` (a tab, as in kernel call traces and aligned
+    tables) becomes a tab again so rules see whitespace where the program wrote some."""
+    if "#01" in text:
+        text = text.replace("#012", "\n").replace("#011", "\t")
     if "\n" not in text:
         text = text.rstrip("\r")
         if not text or text.isspace():
