@@ -29,7 +29,7 @@ import orjson
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from sinks.base import Sink, SinkError
-from streams import wire
+from streams import metrics, wire
 from streams.gap_fill import GapReader, ReadBack
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.settings import Settings
@@ -175,7 +175,11 @@ class _Stage:
             return
         for report in reports:
             log.debug("node %s reports run %s (%d groups)", report.node, report.workload_id, len(report.groups))
-        await self.send_all(self.workload_topic, [(r.workload_id, wire.evidence(r)) for r in reports])
+        by_workload: dict[str, list] = {}
+        for report in reports:  # a node partition reports hundreds of nodes of one job at once
+            by_workload.setdefault(report.workload_id, []).append(report)
+        packed = [(w, record) for w, rs in by_workload.items() for record in wire.packed_evidence(rs)]
+        await self.send_all(self.workload_topic, packed)
         part.persist()  # after the outputs: a crash in between replays the record, never loses it
 
     async def _apply_workload_event(self, part: WorkloadPartition, message: Any) -> None:
@@ -192,7 +196,11 @@ class _Stage:
             return
         for p in placements:
             log.debug("run %s placed on node %s", p.workload_id, p.node)
-        await self.send_all(self.node_topic, [(p.node, wire.place(p)) for p in placements])
+        by_partition: dict[int, list] = {}
+        for p in placements:  # a 12,500-node job's end: a few records, not one per node
+            by_partition.setdefault(partition_for(p.node, self.settings.partitions), []).append(p)
+        packed = [(n, record) for n, ps in sorted(by_partition.items()) for record in wire.packed_places(ps)]
+        await self.send_all(self.node_topic, packed)
         await self.emit(verdicts)
         part.persist()  # after the outputs: a crash in between replays the record, never loses it
 
@@ -218,13 +226,16 @@ class _Stage:
             return None
         return "no event on assigned partitions " + ", ".join(f"{t}[{p}]" for t, p in silent)
 
-    async def send_all(self, topic: faust.TopicT, keyed: list[tuple[str, dict[str, Any]]]) -> None:
-        """Send, then wait until the broker has them all: one round trip, not one per record."""
+    async def send_all(self, topic: faust.TopicT, keyed: list[tuple[str | int, bytes]]) -> None:
+        """Send, then wait until the broker has them all: one round trip, not one per record.
+        Each record goes with its key (a workload, to its partition) or to a partition."""
         futures = []
-        for key, record in keyed:
-            partition = partition_for(key, self.settings.partitions)
-            value = wire.encode(record)
-            futures.append(await topic.send(key=key.encode(), value=value, partition=partition, force=True))
+        for key, value in keyed:
+            if isinstance(key, int):
+                partition, raw_key = key, b"__packed__"
+            else:
+                partition, raw_key = partition_for(key, self.settings.partitions), key.encode()
+            futures.append(await topic.send(key=raw_key, value=value, partition=partition, force=True))
         if futures:
             await asyncio.gather(*futures)
 
@@ -242,6 +253,7 @@ class _Stage:
             key=body["origin"].encode(), value=orjson.dumps(body), force=True
         )
         await fut
+        metrics.count_dead_letter("correlator", type(exc).__name__)  # metrics (observability)
 
     async def emit(self, verdicts: list[Verdict]) -> None:
         for verdict in verdicts:
@@ -253,6 +265,7 @@ class _Stage:
                 force=True,
             )
             await fut
+            metrics.count_verdict(body)  # metrics (observability)
             for sink in self.sinks:
                 await sink.add(body)
         for sink in self.sinks if verdicts else []:
@@ -283,6 +296,7 @@ def _restart_stuck_worker(reason: str, limit_s: float) -> None:
     after a rebalance does not recover by itself, while a restart recovers its partitions' state
     from the changelogs and resumes from the committed offsets, so nothing is lost."""
     log.error("stuck for %.0f s (%s): restarting", limit_s, reason)
+    metrics.count_stall_restart_before_exec()  # metrics (observability)
     logging.shutdown()
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 

@@ -11,19 +11,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter as Tally
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.errors import CommitFailedError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from correlator.batching import BatchContribution, collapse_batch
+from correlator.evidence import EvidenceGroup
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
-from streams import wire
+from streams import metrics, wire
 from streams.gc_policy import relax_for_batches
+from streams.lag_probe import LagProbe
 from streams.normalize import normalize_record
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.settings import Settings
@@ -48,8 +51,9 @@ class ExtractorStats:
 @dataclass
 class _Outputs:
     node: list[tuple[str, dict]] = field(default_factory=list)
+    node_groups: list[tuple[int, bytes]] = field(default_factory=list)  # (partition, packed groups)
     node_counts: list[tuple[int, dict]] = field(default_factory=list)  # (partition, line counts)
-    workload: list[tuple[str, dict]] = field(default_factory=list)
+    workload: list[tuple[str, dict | bytes]] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
 
 
@@ -69,7 +73,6 @@ class ExtractorWorker:
     async def run(self) -> None:
         options = self.settings.aiokafka_options()
         consumer = AIOKafkaConsumer(
-            *self.topics.ingest,
             group_id=self.group_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -80,12 +83,17 @@ class ExtractorWorker:
         producer = AIOKafkaProducer(
             acks="all", linger_ms=5, max_batch_size=1 << 20, compression_type=None, **options
         )
+        consumer.subscribe(list(self.topics.ingest), listener=_CountRebalances())
         await producer.start()
         await consumer.start()
         relax_for_batches()
+        mine = lambda: [(tp.topic, tp.partition) for tp in consumer.assignment()]  # noqa: E731
+        probe = asyncio.ensure_future(LagProbe(options, self.group_id, mine).run())
         try:
             await self._loop(consumer, producer)
         finally:
+            probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
             await consumer.stop()
             await producer.stop()
 
@@ -134,9 +142,11 @@ class ExtractorWorker:
 
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
+        started = time.perf_counter()
         lines: list[LogLine] = []
         events: list[JobEvent] = []
         out = _Outputs()
+        lines_by_topic: dict[str, int] = {}
         for record in records:
             normalized = normalize_record(
                 record.topic,
@@ -147,11 +157,19 @@ class ExtractorWorker:
                 self.topics.ingest,
             )
             lines += normalized.lines
+            lines_by_topic[record.topic] = lines_by_topic.get(record.topic, 0) + len(normalized.lines)
             events += normalized.events
             out.dead += normalized.dead
         symptoms = self.matcher.extract_batch(lines)
         self._route(collapse_batch(lines, symptoms), events, out)
         self._count(records, lines, symptoms, out)
+        metrics.count_extracted_batch(
+            dict(Tally(r.topic for r in records)),
+            lines_by_topic,
+            symptoms,
+            (dead.reason for dead in out.dead),
+            time.perf_counter() - started,
+        )
         return out
 
     def _route(self, batch: BatchContribution, events: list[JobEvent], out: _Outputs) -> None:
@@ -159,10 +177,18 @@ class ExtractorWorker:
             if event.workload_id:
                 out.workload.append((event.workload_id, wire.job(event)))
                 self.watermark_ms = max(self.watermark_ms, event.time_ms)
+        # packed, one record per partition (per workload) and batch: a storm of a thousand nodes
+        # is a handful of records, not a thousand the correlator applies and commits one by one
+        node_groups: dict[int, list[EvidenceGroup]] = {}
         for group in batch.node_groups:
-            out.node.append((group.node or "", wire.group(group)))
+            node_groups.setdefault(partition_for(group.node or "", self.topics.partitions), []).append(group)
+        for partition, groups in sorted(node_groups.items()):
+            out.node_groups += [(partition, packed) for packed in wire.packed_groups(groups)]
+        direct: dict[str, list[EvidenceGroup]] = {}
         for group in batch.direct_groups:
-            out.workload.append((group.first.workload_id or "", wire.group(group)))
+            direct.setdefault(group.first.workload_id or "", []).append(group)
+        for workload_id, groups in direct.items():
+            out.workload += [(workload_id, packed) for packed in wire.packed_groups(groups)]
         by_partition: dict[int, list[tuple[str, int, int, int]]] = {}
         for (node, slot_ms), (count, max_ms) in batch.node_lines.items():
             by_partition.setdefault(partition_for(node, self.topics.partitions), []).append(
@@ -198,12 +224,13 @@ class ExtractorWorker:
         futures = []
         for topic, keyed in ((self.topics.node_events, out.node), (self.topics.workload_events, out.workload)):
             for key, record in keyed:
+                value = record if isinstance(record, bytes) else wire.encode(record)
                 futures.append(
-                    await producer.send(
-                        topic, wire.encode(record), key=key.encode(), partition=partition_for(key, parts)
-                    )
+                    await producer.send(topic, value, key=key.encode(), partition=partition_for(key, parts))
                 )
             if topic == self.topics.node_events:
+                for partition, packed in out.node_groups:
+                    futures.append(await producer.send(topic, packed, key=b"__groups__", partition=partition))
                 for partition, record in out.node_counts:
                     futures.append(
                         await producer.send(topic, wire.encode(record), key=b"__lines__", partition=partition)
@@ -217,6 +244,16 @@ class ExtractorWorker:
             )
         if futures:
             await asyncio.gather(*futures)  # the broker has them all: now the offsets may be committed
+
+
+class _CountRebalances(ConsumerRebalanceListener):
+    """Counts each assignment the group hands this worker (its first join included)."""
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        pass
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        metrics.count_rebalance("extractor")
 
 
 def _key(raw: bytes | None) -> str | None:

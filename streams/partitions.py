@@ -30,7 +30,7 @@ CLOCK_SAVE_EVERY_MS = 1_000
 COUNTS_SAVE_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
-CLOCK_KINDS = frozenset({"wm", "tick", "place", "job"})
+CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job"})
 
 
 def node_record_key(workload_id: str, node: str) -> str:
@@ -90,14 +90,18 @@ class NodePartition(_Partition):
 
     def handle(self, record: dict[str, Any], wall_ms: int, offset: int) -> list[NodeEvidence]:
         kind, out = record["t"], []
-        if kind == "group":
-            group = EvidenceGroup.from_dict(record["g"])
-            out += self.nodes.on_group(group)
-            self.clock.observe(group.last_ms, wall_ms)
+        if kind == "groups":
+            for raw in record["items"]:
+                out += self._group(EvidenceGroup.from_dict(raw), wall_ms)
+        elif kind == "group":
+            out += self._group(EvidenceGroup.from_dict(record["g"]), wall_ms)
         elif kind == "lines":
             for node, slot_ms, count, max_ms in record["counts"]:
                 self.nodes.on_lines(node, slot_ms, count)
                 self.clock.observe(max_ms, wall_ms)
+        elif kind == "places":
+            for place in record["items"]:
+                self.nodes.on_run(place["node"], place["workload_id"], place["start_ms"], place["end_ms"])
         elif kind == "place":
             self.nodes.on_run(record["node"], record["workload_id"], record["start_ms"], record["end_ms"])
         elif kind == "wm":
@@ -109,6 +113,10 @@ class NodePartition(_Partition):
         if (expire_at := self._expire_at(wall_ms)) is not None:
             self.nodes.expire(expire_at)
         return out
+
+    def _group(self, group: EvidenceGroup, wall_ms: int) -> list[NodeEvidence]:
+        self.clock.observe(group.last_ms, wall_ms)
+        return self.nodes.on_group(group)
 
     def persist(self, everything: bool = False) -> None:
         """Write what changed to the table (its changelog). Nodes whose line counts alone changed
@@ -152,11 +160,19 @@ class WorkloadPartition(_Partition):
             event = JobEvent.from_dict(record["e"])
             placements = self.workloads.on_job_event(event, wall_ms)
             self.clock.observe(event.time_ms, wall_ms)
+        elif kind == "groups":
+            for raw in record["items"]:
+                verdicts += self.workloads.on_direct_group(EvidenceGroup.from_dict(raw))
         elif kind == "group":
             verdicts += self.workloads.on_direct_group(EvidenceGroup.from_dict(record["g"]))
         elif kind == "lines":
             self.workloads.on_direct_lines(record["workload_id"], record["count"])
             self.clock.observe(record["max_ms"], wall_ms)
+        elif kind == "evidences":
+            for raw in record["items"]:
+                verdicts += self.workloads.on_node_evidence(
+                    NodeEvidence.from_dict(raw), self.clock.effective_ms
+                )
         elif kind == "evidence":
             report = NodeEvidence.from_dict(record["e"])
             verdicts += self.workloads.on_node_evidence(report, self.clock.effective_ms)

@@ -1,17 +1,24 @@
 """Records on the internal topics: a small JSON envelope ``{"t": kind, ...}`` encoded with orjson.
 
 node-events (key = node)          workload-events (key = workload id)
-  group  collapsed symptoms         job       a scheduler JobEvent
-  lines  line counts per node and   group     symptoms whose lines name the workload
-         minute, one record per
-         partition and batch
-  place  a run placed on the node   lines     lines that name the workload
-  wm     an extractor's event time  evidence  a node's report for a run
-  tick   a correlator's wall clock  wm, tick  as on node-events
+  groups collapsed symptoms of a    job       a scheduler JobEvent
+         partition's nodes, packed  groups    symptoms whose lines name the workload,
+         per batch                            packed per workload and batch
+  lines  line counts per node and   lines     lines that name the workload
+         minute, one record per     evidences the nodes' reports for a run, packed
+         partition and batch                  per workload
+  places runs placed on nodes,      wm, tick  as on node-events
+         packed per partition
+  wm     an extractor's event time
+  tick   a correlator's wall clock
+
+Packed records (``pack``) hold up to 256 KiB of items each. The single forms ``group``, ``place``
+and ``evidence`` are still applied.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -29,6 +36,10 @@ __all__ = [
     "group",
     "job",
     "node_lines",
+    "pack",
+    "packed_evidence",
+    "packed_groups",
+    "packed_places",
     "place",
     "tick",
     "watermark",
@@ -52,6 +63,46 @@ def decode(raw: bytes) -> dict[str, Any]:
 
 def group(g: EvidenceGroup) -> dict[str, Any]:
     return {"t": "group", "g": g.to_dict()}
+
+
+#: A storm makes thousands of groups, placements and node reports at once: they travel packed,
+#: one record per partition (or workload) up to this size, not one record each — every record
+#: is an event the correlator applies, writes back and commits on its own.
+PACKED_RECORD_BYTES = 256 * 1024
+
+
+def pack(kind: str, items: Iterable[dict[str, Any]], limit: int = PACKED_RECORD_BYTES) -> list[bytes]:
+    """Encoded ``{"t": kind, "items": [...]}`` records holding ``items``, as few as fit under
+    ``limit`` bytes each (an item is never split; one alone over the limit travels alone)."""
+    records: list[bytes] = []
+    chunk: list[bytes] = []
+    size = 0
+    for item in items:
+        encoded = orjson.dumps(item)
+        if chunk and size + len(encoded) + 1 > limit:
+            records.append(_packed_record(kind, chunk))
+            chunk, size = [], 0
+        chunk.append(encoded)
+        size += len(encoded) + 1
+    if chunk:
+        records.append(_packed_record(kind, chunk))
+    return records
+
+
+def _packed_record(kind: str, encoded: list[bytes]) -> bytes:
+    return b'{"t":"' + kind.encode() + b'","items":[' + b",".join(encoded) + b"]}"
+
+
+def packed_groups(groups: Iterable[EvidenceGroup]) -> list[bytes]:
+    return pack("groups", (g.to_dict() for g in groups))
+
+
+def packed_places(placements: Iterable[RunPlacement]) -> list[bytes]:
+    return pack("places", (p.to_dict() for p in placements))
+
+
+def packed_evidence(reports: Iterable[NodeEvidence]) -> list[bytes]:
+    return pack("evidences", (e.to_dict() for e in reports))
 
 
 def node_lines(counts: list[tuple[str, int, int, int]]) -> dict[str, Any]:

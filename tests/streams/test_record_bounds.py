@@ -46,13 +46,15 @@ def test_every_record_of_a_12500_node_storm_stays_under_the_bound(storm, bundled
     table: dict = {}
     part = WorkloadPartition(bundled_ruleset, SETTINGS, table, _partition_of(state), 4)
     wall_ms = state.run.end.time_ms
-    records = [wire.job(state.run.end)] + [wire.evidence(e) for e in state.evidence.values()]
-    sizes = {"report": max(len(wire.encode(r)) for r in records[1:]), "job": len(wire.encode(records[0]))}
+    records = [wire.encode(wire.job(state.run.end)), *wire.packed_evidence(state.evidence.values())]
+    sizes = {"job": len(records[0]), "reports": max(len(r) for r in records[1:])}
     live_verdicts = []
     for offset, record in enumerate(records):
-        _, emitted = part.handle(record, wall_ms, offset)
+        placements, emitted = part.handle(wire.decode(record), wall_ms, offset)
         part.persist()
         live_verdicts += emitted
+        if placements:
+            sizes["placements"] = max(len(r) for r in wire.packed_places(placements))
     [live] = live_verdicts
     sizes["state"] = max(len(v) for v in table.values())
     sizes["verdict"] = len(orjson.dumps(live.model_dump(mode="json")))
