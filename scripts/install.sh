@@ -12,3 +12,5 @@ if sys.version_info < (3, 11):
 PY
 echo "[install] pip install -e '$ROOT[stream,dev]'" >&2
 "$PYTHON" -m pip install --disable-pip-version-check -q -e "$ROOT[stream,dev]" >&2
+# rsyslog + omkafka, kcat, Slurm + munge for the integration tests (Debian packages, as root)
+bash "$ROOT/scripts/install-integrations.sh"
