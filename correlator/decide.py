@@ -159,7 +159,7 @@ def _pick_root(considered: list[Item]) -> Item:
 def _domain(run: WorkloadRun, items: list[Item], terminal: str, actor: str | None) -> Decision:
     causes = [i for i in items if i.role in CAUSE_ROLES]
     strong = [i for i in causes if i.rule.priority >= STRONG_PRIORITY]
-    considered = strong if strong or terminal in ("cancel", "timeout") else causes
+    considered = strong if strong or terminal in ("cancel", "timeout") else _own_faults_first(causes)
     base = Decision(run, items, terminal, None, [], considered, None, None, actor)
     if terminal == "success":
         base.considered = []
@@ -167,6 +167,13 @@ def _domain(run: WorkloadRun, items: list[Item], terminal: str, actor: str | Non
     if considered:
         return _from_causes(base, considered, weak=not strong)
     return _without_causes(base)
+
+
+def _own_faults_first(causes: list[Item]) -> list[Item]:
+    """Among weak causes, a node's own fault outranks what survivors log about their peers
+    (``transport``): the refiners do this for strong faults, a weak one deserves it too."""
+    own = [i for i in causes if "transport" not in i.rule.tags]
+    return own or causes
 
 
 def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision:
