@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 from aiokafka import AIOKafkaProducer
@@ -46,12 +47,49 @@ def _topic_for(settings: Settings, recorded: str) -> str:
     return settings.topic(renamed.get(recorded, recorded))
 
 
+class _Batches:
+    """Records without a key (every shipper record) go out in batches built here, one per topic
+    and partition, partitions in turn: several times faster than one ``send`` per record, which
+    made publishing a 200,000-line recording take longer than processing it."""
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self.producer = producer
+        self.open: dict[tuple[str, int], Any] = {}
+        self.partitions: dict[str, list[int]] = {}
+        self.turn: dict[str, int] = {}
+
+    async def add(self, topic: str, value: bytes, headers: list[tuple[str, bytes]]) -> asyncio.Future | None:
+        if topic not in self.partitions:
+            self.partitions[topic] = sorted(await self.producer.partitions_for(topic))
+        partitions = self.partitions[topic]
+        turn = self.turn[topic] = (self.turn.get(topic, -1) + 1) % len(partitions)
+        key = (topic, partitions[turn])
+        batch = self.open.get(key)
+        if batch is None:
+            batch = self.open[key] = self.producer.create_batch()
+        if batch.append(key=None, value=value, timestamp=None, headers=headers) is not None:
+            return None
+        sent = await self._send(key)  # full: send it, start the next with this record
+        self.open[key] = fresh = self.producer.create_batch()
+        fresh.append(key=None, value=value, timestamp=None, headers=headers)
+        return sent
+
+    async def _send(self, key: tuple[str, int]) -> asyncio.Future:
+        batch = self.open.pop(key)
+        batch.close()
+        return await self.producer.send_batch(batch, key[0], partition=key[1])
+
+    async def flush(self) -> list[asyncio.Future]:
+        return [await self._send(key) for key in list(self.open)]
+
+
 async def _publish(
     producer: AIOKafkaProducer, settings: Settings, path: Path, speed: float | None, counts: dict[str, int]
 ) -> None:
     first_ts: int | None = None
     started = time.monotonic()
     pending = []
+    batches = _Batches(producer)
     for record in read_recording(path):
         if not isinstance(record, RawRecord):
             counts["skipped"] += 1
@@ -65,16 +103,22 @@ async def _publish(
         recorded = (
             None if record.timestamp_ms is None else [(RECORDED_TIME_HEADER, b"%d" % record.timestamp_ms)]
         )
-        pending.append(
-            await producer.send(
-                _topic_for(settings, record.topic),
-                value,
-                key=record.key.encode() if record.key else None,
-                headers=recorded,  # the Kafka timestamp is the send time: see RECORDED_TIME_HEADER
+        topic = _topic_for(settings, record.topic)
+        if record.key or speed:  # keyed records keep the client's partitioner; paced ones go now
+            pending += await batches.flush()  # after the lines before them (a job's end after its lines)
+            pending.append(
+                await producer.send(
+                    topic,
+                    value,
+                    key=record.key.encode() if record.key else None,
+                    headers=recorded,  # the Kafka timestamp is the send time: see RECORDED_TIME_HEADER
+                )
             )
-        )
+        elif (sent := await batches.add(topic, value, recorded or [])) is not None:
+            pending.append(sent)
         counts["records"] += 1
-        if len(pending) >= 10_000:
+        if len(pending) >= 1_000:
             await asyncio.gather(*pending)
             pending.clear()
+    pending += await batches.flush()
     await asyncio.gather(*pending)
