@@ -14,6 +14,12 @@ key                                    type    content
 ``{prefix}node:{node}``                hash    sub_domain -> latest verdicts blaming the node
 ``{prefix}nodes:{sub_domain}``         zset    node -> latest verdicts blaming it in that domain
 ``{prefix}verdicts`` (pub/sub)         channel verdict JSON per applied revision
+``{prefix}fleet:nodes``                zset    node -> bad verdicts blaming it in the window
+``{prefix}fleet:node:{node}``          zset    workload_id -> job end (epoch ms), TTL
+``{prefix}fleet:node:{node}:roots``    hash    workload_id -> root symptom, TTL
+``{prefix}fleet:peers`` / ``:ports``   zset    pair -> workloads with that pair's evidence
+``{prefix}fleet:peer:{node}|{peer}``   zset    workload_id -> job end (epoch ms), TTL
+``{prefix}fleet:port:{host}|{switch}`` zset    workload_id -> job end (epoch ms), TTL
 =====================================  ======  =============================================
 """
 
@@ -41,6 +47,23 @@ class VerdictKeys:
 
     def nodes(self, sub_domain: str) -> str:
         return f"{self.prefix}nodes:{sub_domain}"
+
+    @property
+    def fleet_nodes(self) -> str:
+        return f"{self.prefix}fleet:nodes"
+
+    def fleet_node(self, node: str) -> str:
+        return f"{self.prefix}fleet:node:{node}"
+
+    def fleet_roots(self, node: str) -> str:
+        return f"{self.prefix}fleet:node:{node}:roots"
+
+    def fleet_pairs(self, kind: str) -> str:
+        """``kind`` is ``peer`` (node, peer) or ``port`` (host port, switch port)."""
+        return f"{self.prefix}fleet:{kind}s"
+
+    def fleet_pair(self, kind: str, pair: str) -> str:
+        return f"{self.prefix}fleet:{kind}:{pair}"
 
     @property
     def recent(self) -> str:

@@ -17,8 +17,10 @@ from typing import NamedTuple
 import orjson
 
 from sinks.base import SinkError
+from sinks.fleet import fleet_entries
 from sinks.redis_client import RedisError, connect, is_transient
 from sinks.redis_keys import DEFAULT_PREFIX, VerdictKeys, redacted
+from streams import metrics
 
 __all__ = ["APPLY_VERDICT_LUA", "RedisVerdictSink"]
 
@@ -26,9 +28,10 @@ log = logging.getLogger(__name__)
 
 # KEYS: verdict hash, recent zset, stream.
 # ARGV: prefix, workload_id, revision, json, outcome, terminal_state, sub_domain, end, end_ms,
-#       counted, nodes, recent_limit, stream_maxlen, channel.
+#       counted, nodes, recent_limit, stream_maxlen, channel, fleet, fleet_window_ms, fleet_ttl_s.
 # ``counted`` is what this revision adds to the node counters ({"domain", "nodes"} JSON, or ""):
-# it is stored in the hash so the next revision can take exactly that back out.
+# it is stored in the hash so the next revision can take exactly that back out. ``fleet`` is
+# the same for the fleet view (sinks/fleet.py): a JSON list of [index, member, set, roots, root].
 # Redis runs a script without interleaving but does not roll back a script that fails half-way,
 # so every check (revision, key types, decoding) happens before the first write.
 APPLY_VERDICT_LUA = """
@@ -48,10 +51,22 @@ local function plan(counted, delta)
 end
 plan(redis.call('HGET', KEYS[1], 'counted'), -1)
 plan(ARGV[10], 1)
+local function entries(text)
+  if not text or text == '' then return {} end
+  return cjson.decode(text)
+end
+local fleet_old, fleet_new = entries(redis.call('HGET', KEYS[1], 'fleet')), entries(ARGV[15])
 local expected = {{KEYS[2], 'zset'}, {KEYS[3], 'stream'}}
 for _, change in ipairs(changes) do
   table.insert(expected, {change[1], 'hash'})
   table.insert(expected, {change[2], 'zset'})
+end
+for _, list in ipairs({fleet_old, fleet_new}) do
+  for _, e in ipairs(list) do
+    table.insert(expected, {e[1], 'zset'})
+    table.insert(expected, {e[3], 'zset'})
+    if e[4] ~= '' then table.insert(expected, {e[4], 'hash'}) end
+  end
 end
 for _, want in ipairs(expected) do
   local kind = redis.call('TYPE', want[1])['ok']
@@ -69,9 +84,38 @@ for _, change in ipairs(changes) do
     redis.call('ZREM', worst, node)
   end
 end
+local wid, window, ttl = ARGV[2], tonumber(ARGV[16]), tonumber(ARGV[17])
+local function reindex(e)
+  local n = redis.call('ZCARD', e[3])
+  if n > 0 then
+    redis.call('ZADD', e[1], n, e[2])
+    redis.call('EXPIRE', e[1], ttl)
+  else
+    redis.call('ZREM', e[1], e[2])
+  end
+end
+for _, e in ipairs(fleet_old) do
+  redis.call('ZREM', e[3], wid)
+  if e[4] ~= '' then redis.call('HDEL', e[4], wid) end
+  reindex(e)
+end
+for _, e in ipairs(fleet_new) do
+  redis.call('ZADD', e[3], ARGV[9], wid)
+  if e[4] ~= '' then redis.call('HSET', e[4], wid, e[5]) end
+  -- the window is in event time (job ends), relative to the newest job end of the set
+  local newest = tonumber(redis.call('ZRANGE', e[3], -1, -1, 'WITHSCORES')[2])
+  local old = redis.call('ZRANGEBYSCORE', e[3], '-inf', '(' .. (newest - window))
+  for _, gone in ipairs(old) do
+    redis.call('ZREM', e[3], gone)
+    if e[4] ~= '' then redis.call('HDEL', e[4], gone) end
+  end
+  redis.call('EXPIRE', e[3], ttl)
+  if e[4] ~= '' then redis.call('EXPIRE', e[4], ttl) end
+  reindex(e)
+end
 redis.call('HSET', KEYS[1], 'json', ARGV[4], 'revision', ARGV[3], 'outcome', ARGV[5],
   'terminal_state', ARGV[6], 'sub_domain', ARGV[7], 'end', ARGV[8], 'counted', ARGV[10],
-  'nodes', ARGV[11])
+  'nodes', ARGV[11], 'fleet', ARGV[15])
 redis.call('ZADD', KEYS[2], ARGV[9], ARGV[2])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[12]) + 1))
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[13], '*', 'workload_id', ARGV[2],
@@ -117,13 +161,15 @@ class RedisVerdictSink:
         recent_limit: int = 10000,
         stream_maxlen: int = 10000,
         retry_for_s: float = 60.0,
+        fleet_window_s: float = 7 * 86400.0,
     ) -> None:
-        if recent_limit < 1 or stream_maxlen < 1 or retry_for_s < 0:
-            raise ValueError("recent_limit and stream_maxlen must be >= 1, retry_for_s >= 0")
+        if recent_limit < 1 or stream_maxlen < 1 or retry_for_s < 0 or fleet_window_s <= 0:
+            raise ValueError("recent_limit, stream_maxlen must be >= 1, retry_for_s >= 0, fleet_window_s > 0")
         self._url = url
         self._keys = VerdictKeys(prefix)
         self._limits = (recent_limit, stream_maxlen)
         self._retry_for_s = retry_for_s
+        self._fleet_window_s = fleet_window_s
         self._client = connect(url, name="faultstream-sink")
         self._apply = self._client.register_script(APPLY_VERDICT_LUA)
         self._buffer: list[_Write] = []
@@ -138,14 +184,20 @@ class RedisVerdictSink:
         self._buffer.append(self._prepare(verdict))
 
     async def flush(self) -> None:
+        with metrics.SINK_FLUSH_SECONDS.time():
+            await self._flush()
+
+    async def _flush(self) -> None:
         deadline = time.monotonic() + self._retry_for_s
         while self._buffer:
             chunk = self._buffer[:CHUNK]
             results = await self._write_with_retries(chunk, deadline)
             # Only now is the chunk safe in Redis; verdicts added meanwhile stay buffered.
             del self._buffer[: len(chunk)]
-            self.applied += sum(1 for r in results if r == 1)
-            self.skipped += sum(1 for r in results if r != 1)
+            applied = sum(1 for r in results if r == 1)
+            self.applied += applied
+            self.skipped += len(results) - applied
+            metrics.count_sink_write(applied, len(results) - applied)
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -173,6 +225,9 @@ class RedisVerdictSink:
             recent_limit,
             stream_maxlen,
             self._keys.channel,
+            orjson.dumps(fleet_entries(verdict, self._keys)),
+            int(self._fleet_window_s * 1000),
+            max(1, int(self._fleet_window_s)),
         ]
         return _Write(keys, args)
 
@@ -182,7 +237,12 @@ class RedisVerdictSink:
             try:
                 results = await self._write(chunk)
             except RedisError as exc:
-                wait = self._wait_or_give_up(exc, backoff, len(chunk))
+                try:
+                    wait = self._wait_or_give_up(exc, backoff, len(chunk))
+                except SinkError:
+                    metrics.SINK_FAILURES.inc()
+                    raise
+                metrics.SINK_RETRIES.inc()
                 log.warning("Redis write failed (try %d), retrying in %.1fs: %s", backoff.tries, wait, exc)
                 await self._reconnect()
                 await asyncio.sleep(wait)

@@ -17,10 +17,12 @@ log = logging.getLogger("faultstream")
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="every stage in one process (one machine)")
     _common(run)
+    _metrics_option(run)
     run.set_defaults(handler=_run_all)
     worker = commands.add_parser("worker", help="one stage; start several to scale out")
     worker.add_argument("stage", choices=("extractor", "correlator"))
     _common(worker)
+    _metrics_option(worker)
     worker.set_defaults(handler=_run_worker)
     load = commands.add_parser("load", help="publish a recording to the ingest topics")
     load.add_argument("recordings", type=Path, nargs="+")
@@ -40,6 +42,23 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", default="INFO")
 
 
+def _metrics_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (default: metrics_port setting; unset: off)",
+    )
+
+
+def _serve_metrics(settings) -> None:
+    if settings.metrics_port is not None:
+        from streams.metrics import serve
+
+        serve(settings.metrics_port, settings.metrics_host)
+        log.info("Prometheus metrics on http://%s:%d/metrics", settings.metrics_host, settings.metrics_port)
+
+
 def _settings(args: argparse.Namespace):
     from streams.settings import load_settings
 
@@ -48,18 +67,21 @@ def _settings(args: argparse.Namespace):
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    return load_settings(args.config, rules_dir=args.rules)
+    return load_settings(args.config, rules_dir=args.rules, metrics_port=getattr(args, "metrics_port", None))
 
 
 def _run_worker(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    _serve_metrics(settings)
     if args.stage == "extractor":
         return asyncio.run(_extractor_main(settings))
     return _correlator_main(settings, with_extractor=False)
 
 
 def _run_all(args: argparse.Namespace) -> int:
-    return _correlator_main(_settings(args), with_extractor=True)
+    settings = _settings(args)
+    _serve_metrics(settings)
+    return _correlator_main(settings, with_extractor=True)
 
 
 async def _extractor_main(settings) -> int:
@@ -85,11 +107,15 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     from sinks.redis_verdicts import RedisVerdictSink
     from streams.admin import ensure_topics
     from streams.correlator_app import build_correlator_app
+    from streams.correlator_metrics import instrument_correlator
 
     asyncio.run(ensure_topics(settings))
     ruleset = load_ruleset(settings.rules_dir)
-    sink = RedisVerdictSink(settings.redis_url, prefix=settings.redis_prefix)
+    sink = RedisVerdictSink(
+        settings.redis_url, prefix=settings.redis_prefix, fleet_window_s=settings.fleet_window_s
+    )
     app = build_correlator_app(settings, ruleset, [sink])
+    instrument_correlator(app, settings)
     if with_extractor:
         _attach_extractor(app, settings, ruleset)
     worker = faust.Worker(

@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     #: Correlator: restart the worker when an assigned partition has had no event for this long
     #: outside a rebalance (streams/stall_watch.py); 0 turns the watch off.
     stall_restart_s: float = 60.0
+    #: Serve Prometheus metrics on this port (``/metrics``); unset: not served (still counted).
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    metrics_host: str = "0.0.0.0"
+    #: Fleet view (verdict sink): a node's or pair's verdicts older than this (by job end, relative
+    #: to its newest) drop out, and its keys expire after this long without a new verdict.
+    fleet_window_s: float = Field(7 * 86400.0, gt=0)
 
     def topic(self, name: str) -> str:
         return f"{self.namespace}{name}"
