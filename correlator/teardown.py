@@ -14,8 +14,11 @@ from correlator.workload import WorkloadRun
 
 __all__ = ["KILL", "TEARDOWN_TAGS", "explain_kill_teardown", "kill_time_ms"]
 
-#: What a kill produces on every rank: closed transports, killed-task reports, channel cleanup.
-TEARDOWN_TAGS = frozenset({"transport", "process_teardown", "xid_companion", "crash_consequence"})
+#: What a kill produces on every rank: closed transports, killed-task reports, channel cleanup,
+#: collectives that can no longer finish. (Echo-role symptoms after the kill are its echo too.)
+TEARDOWN_TAGS = frozenset(
+    {"transport", "process_teardown", "xid_companion", "crash_consequence", "collective_hang"}
+)
 #: Lines this long before a logged kill still count as its echo (clocks of nodes differ a little).
 KILL_SLACK_MS = 10_000
 #: Without a kill line, the job-end record is the reference: Slurm sends SIGTERM, waits KillWait
@@ -42,7 +45,9 @@ def explain_kill_teardown(run: WorkloadRun, items: list[Item]) -> None:
     if kill_ms is None:
         return
     for item in items:
-        if item.role not in _TEARDOWN_ROLES or not (TEARDOWN_TAGS & set(item.rule.tags)):
+        if item.role not in _TEARDOWN_ROLES:
+            continue
+        if item.role != "echo" and not (TEARDOWN_TAGS & set(item.rule.tags)):
             continue
         if item.first_ms >= kill_ms:
             item.role, item.explained_by = "downstream", KILL
