@@ -30,6 +30,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--family", action="append", default=[], help="only this family; repeatable")
     parser.add_argument("--rules", type=Path, default=None, help="rules directory (default: bundled)")
     parser.add_argument("--misses", action="store_true", help="list every row the engine got wrong")
+    parser.add_argument(
+        "--cascades",
+        action="store_true",
+        help="also judge each failure line amid seven survivors' NCCL / PyTorch noise on other nodes",
+    )
     parser.add_argument("--json", action="store_true", help="figures (and misses) as JSON")
     parser.set_defaults(handler=run_eval)
 
@@ -43,14 +48,17 @@ def run_eval(args: argparse.Namespace) -> int:
         rows = load_labels(args.labels or [DEFAULT_LABELS])
     except LabelError as exc:
         raise UsageError(f"invalid labels:\n{exc}") from None
-    report = evaluate(rows, load_ruleset(args.rules), args.split, args.family)
+    report = evaluate(rows, load_ruleset(args.rules), args.split, args.family, cascades=args.cascades)
     if args.json:
         data = report.to_dict() | {"split": args.split}
         if args.misses:
             data["misses"] = [o.to_dict() for o in report.misses()]
+            data["cascade_misses"] = [o.to_dict() for o in report.cascade_misses()]
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(_table(report, args.split))
+        if report.cascades:
+            sys.stdout.write(_cascade_table(report))
         if args.misses:
             sys.stdout.write(_misses(report))
     return 0
@@ -74,6 +82,15 @@ def _table(report: EvaluationReport, split: str) -> str:
     return "".join(out)
 
 
+def _cascade_table(report: EvaluationReport) -> str:
+    out = ["\ncascades: each failure line on its node, seven survivors' noise on others\n",
+           f"{'FAMILY':<22}{'STORIES':>8}{'RIGHT%':>8}{'PEER_BLAMED':>12}{'FALSE_HW':>9}\n"]  # fmt: skip
+    for name, f in sorted(report.cascade_figures().items(), key=lambda kv: (kv[0] == "TOTAL", kv[0])):
+        pct = 100.0 * f["right"] / f["stories"] if f["stories"] else 100.0
+        out.append(f"{name:<22}{f['stories']:>8}{pct:>8.1f}{f['blamed_peer']:>12}{f['false_hardware']:>9}\n")
+    return "".join(out)
+
+
 def _misses(report: EvaluationReport) -> str:
     out = ["\nmisses\n"]
     for o in report.misses():
@@ -84,4 +101,7 @@ def _misses(report: EvaluationReport) -> str:
             what = f"domain {o.domain} != {o.row.domain} ({','.join(o.rules)})"
         out.append(f"  [{o.row.split}] {o.row.id}: {what}{' ' + o.problem if o.problem else ''}\n")
         out.append(f"      {o.row.line[:220]}\n")
+    for o in report.cascade_misses():
+        peer = ", a survivor blamed" if o.blamed_peer else ""
+        out.append(f"  [{o.row.split}] cascade {o.row.id}: domain {o.domain} != {o.row.domain}{peer}\n")
     return "".join(out)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -55,6 +55,12 @@ EVAL_NODE = "eval-node"
 #: Reference time for lines without a date of their own (Kafka timestamp of the record).
 REFERENCE_MS = 1_748_779_200_000  # 2025-06-01T12:00:00Z
 WINDOW_MS = 60_000
+#: Survivor nodes of a cascade are named ``peer00``, ``peer01``, ...
+PEER_PREFIX = "peer"
+#: How many survivors a cascade has, and where their lines come from.
+SURVIVORS = 7
+SURVIVOR_FAMILIES = ("nccl", "pytorch_distributed")
+NOISE_TAGS = frozenset({"transport", "collective_hang", "process_teardown"})
 
 #: Where a family's lines arrive when the row does not say.
 FAMILY_SOURCE = {
@@ -155,6 +161,7 @@ class LineOutcome:
     symptoms: tuple[str, ...]
     rules: tuple[str, ...]
     problem: str | None = None
+    blamed_peer: bool = False  # in a cascade: a survivor was named responsible
 
     @property
     def right_domain(self) -> bool:
@@ -193,20 +200,37 @@ class LineJudge:
         self.settings = settings or CorrelatorSettings(grace_s=1.0, tail_s=1.0)
         self.matcher = HyperscanMatcher(ruleset)
 
-    def judge(self, row: LabelledLine, number: int) -> LineOutcome:
+    def judge(self, row: LabelledLine, number: int, survivors: Sequence[LabelledLine] = ()) -> LineOutcome:
+        """The line alone on its node; with ``survivors``, each of them logged by one more node of
+        the job a second apart after it, as the peers of a dying rank do."""
         line, problem = self._normalize(row, number)
         if line is None:
             return LineOutcome(row, False, None, None, (), (), problem)
         found = [s for s in self.matcher.extract_batch([line]) if s.role != "benign"]
         workload = next((s.workload_id for s in found if s.workload_id), f"eval-{number}")
-        nodes = tuple(sorted({line.host or EVAL_NODE, *(s.node for s in found if s.node)}))
+        own = {line.host or EVAL_NODE, *(s.node for s in found if s.node)}
+        peers = [
+            LogLine(
+                echo.line, f"{PEER_PREFIX}{k:02d}", line.time_ms + (k + 1) * 1000, echo.arrives_on, f"peer:{k}"
+            )
+            for k, echo in enumerate(survivors)
+        ]
+        nodes = tuple(sorted(own | {peer.host for peer in peers if peer.host}))
         engine = AttributionEngine(self.ruleset, self.settings, matcher=self.matcher)
-        verdicts = engine.feed([line], self._job(workload, nodes, line.time_ms))
+        verdicts = engine.feed([line, *peers], self._job(workload, nodes, line.time_ms))
         verdicts += engine.flush()
         mine = [v for v in verdicts if v.workload_id == workload]
         if not mine:
             return LineOutcome(row, False, None, None, (), tuple(s.rule_id for s in found), "no verdict")
         return self._outcome(row, max(mine, key=lambda v: v.revision), found)
+
+    def is_survivor_noise(self, row: LabelledLine) -> bool:
+        """What a surviving rank logs about a dead peer: every symptom of the line an echo or a
+        transport / hang / teardown symptom (and at least one)."""
+        probe = LogLine(row.line, EVAL_NODE, REFERENCE_MS, row.arrives_on, "probe")
+        found = [s for s in self.matcher.extract_batch([probe]) if s.role != "benign"]
+        tags = {rule.id: set(rule.tags) for rule in self.ruleset.symptom_rules}
+        return bool(found) and all(s.role == "echo" or NOISE_TAGS & tags[s.rule_id] for s in found)
 
     def _normalize(self, row: LabelledLine, number: int) -> tuple[LogLine | None, str | None]:
         source = row.arrives_on
@@ -242,6 +266,7 @@ class LineJudge:
             verdict.terminal_state,
             tuple(dict.fromkeys(symptoms)),
             tuple(dict.fromkeys(s.rule_id for s in found)),
+            blamed_peer=any(node.startswith(PEER_PREFIX) for node in verdict.responsible_nodes),
         )
 
 
@@ -295,6 +320,7 @@ class EvaluationReport:
     total: FamilyFigures = field(default_factory=FamilyFigures)
     by_family: dict[str, FamilyFigures] = field(default_factory=dict)
     confusion: Counter = field(default_factory=Counter)  # (expected, got) → rows
+    cascades: list[LineOutcome] = field(default_factory=list)  # failure lines amid survivors' noise
 
     @classmethod
     def of(cls, outcomes: list[LineOutcome]) -> EvaluationReport:
@@ -317,8 +343,27 @@ class EvaluationReport:
             or o.benign_false_positive
         ]
 
+    def cascade_figures(self) -> dict[str, dict[str, int]]:
+        """Per family (and ``TOTAL``): stories, right (domain, and no survivor blamed), survivors
+        blamed, false hardware."""
+        figures: dict[str, dict[str, int]] = {}
+        for outcome in self.cascades:
+            for name in (outcome.row.family, "TOTAL"):
+                entry = figures.setdefault(
+                    name, {"stories": 0, "right": 0, "blamed_peer": 0, "false_hardware": 0}
+                )
+                entry["stories"] += 1
+                entry["right"] += outcome.right_domain and not outcome.blamed_peer
+                entry["blamed_peer"] += outcome.blamed_peer
+                entry["false_hardware"] += outcome.false_hardware
+        return figures
+
+    def cascade_misses(self) -> list[LineOutcome]:
+        return [o for o in self.cascades if not o.right_domain or o.blamed_peer]
+
     def to_dict(self) -> dict:
-        return {
+        cascades = {"cascades": self.cascade_figures()} if self.cascades else {}
+        return cascades | {
             "total": self.total.to_dict(),
             "by_family": {name: figures.to_dict() for name, figures in sorted(self.by_family.items())},
             "confusion": [
@@ -333,11 +378,30 @@ def evaluate(
     ruleset: Ruleset,
     split: str = "all",
     families: Iterable[str] = (),
+    cascades: bool = False,
 ) -> EvaluationReport:
-    """Judge every row of ``split`` (dev, test or all), optionally of some families only."""
+    """Judge every row of ``split`` (dev, test or all), optionally of some families only; with
+    ``cascades``, also every failure line with a known domain amid survivors' noise."""
     wanted = set(families)
     chosen = [
         row for row in rows if (split == "all" or row.split == split) and (not wanted or row.family in wanted)
     ]
     judge = LineJudge(ruleset)
-    return EvaluationReport.of([judge.judge(row, number) for number, row in enumerate(chosen, start=1)])
+    report = EvaluationReport.of([judge.judge(row, number) for number, row in enumerate(chosen, start=1)])
+    if cascades:
+        noise = [
+            r
+            for r in rows
+            if r.label == "echo" and r.family in SURVIVOR_FAMILIES and judge.is_survivor_noise(r)
+        ]
+        report.cascades = [
+            judge.judge(row, number, _survivors(noise, number))
+            for number, row in enumerate(chosen, start=1)
+            if row.known_domain and noise
+        ]
+    return report
+
+
+def _survivors(noise: list[LabelledLine], number: int) -> list[LabelledLine]:
+    """A fixed, varied pick: the same story every run, different noise for each root line."""
+    return [noise[(number * SURVIVORS + k) % len(noise)] for k in range(SURVIVORS)]
