@@ -14,3 +14,10 @@ echo "[install] pip install -e '$ROOT[stream,dev]'" >&2
 "$PYTHON" -m pip install --disable-pip-version-check -q -e "$ROOT[stream,dev]" >&2
 # rsyslog + omkafka, kcat, Slurm + munge for the integration tests (Debian packages, as root)
 bash "$ROOT/scripts/install-integrations.sh"
+# Prometheus + promtool (Debian's `prometheus`) for the observability tests: the alert rules
+# are checked with promtool and a real Prometheus scrapes a running pipeline (tests/deploy).
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  echo "[install] apt-get install prometheus" >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
+fi

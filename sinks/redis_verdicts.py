@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 # KEYS: verdict hash, recent zset, stream.
 # ARGV: prefix, workload_id, revision, json, outcome, terminal_state, sub_domain, end, end_ms,
-#       counted, nodes, recent_limit, stream_maxlen, channel, fleet, fleet_window_ms, fleet_ttl_s.
+#       counted, nodes, recent_limit, stream_maxlen, channel, fleet, fleet_window_ms, fleet_ttl_s,
+#       root_symptom.
 # ``counted`` is what this revision adds to the node counters ({"domain", "nodes"} JSON, or ""):
 # it is stored in the hash so the next revision can take exactly that back out. ``fleet`` is
 # the same for the fleet view (sinks/fleet.py): a JSON list of [index, member, set, roots, root].
@@ -115,12 +116,12 @@ for _, e in ipairs(fleet_new) do
 end
 redis.call('HSET', KEYS[1], 'json', ARGV[4], 'revision', ARGV[3], 'outcome', ARGV[5],
   'terminal_state', ARGV[6], 'sub_domain', ARGV[7], 'end', ARGV[8], 'counted', ARGV[10],
-  'nodes', ARGV[11], 'fleet', ARGV[15])
+  'nodes', ARGV[11], 'fleet', ARGV[15], 'root_symptom', ARGV[18])
 redis.call('ZADD', KEYS[2], ARGV[9], ARGV[2])
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[12]) + 1))
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[13], '*', 'workload_id', ARGV[2],
   'revision', ARGV[3], 'outcome', ARGV[5], 'sub_domain', ARGV[7], 'nodes', ARGV[11],
-  'json', ARGV[4])
+  'root_symptom', ARGV[18], 'json', ARGV[4])
 redis.call('PUBLISH', ARGV[14], ARGV[4])
 return 1
 """
@@ -228,6 +229,7 @@ class RedisVerdictSink:
             orjson.dumps(fleet_entries(verdict, self._keys)),
             int(self._fleet_window_s * 1000),
             max(1, int(self._fleet_window_s)),
+            (verdict.get("root_symptom") or {}).get("symptom") or "",
         ]
         return _Write(keys, args)
 

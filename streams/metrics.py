@@ -53,6 +53,14 @@ REVISIONS = Counter(
     "Later revisions of a verdict (late evidence changed it)",
     ["domain", "state"],
 )
+NODE_VERDICTS = Counter(
+    "faultstream_node_verdicts",
+    "Bad verdicts (first revision) blaming a node, by node and domain: the fleet view as metrics",
+    ["node", "domain"],
+)
+ROOT_SYMPTOMS = Counter(
+    "faultstream_root_symptoms", "Verdicts (first revision) by root symptom", ["symptom", "domain"]
+)
 VERDICT_LATENCY = Histogram(
     "faultstream_verdict_latency_seconds",
     "Wall time from the job's end (event time) to its first verdict being emitted",
@@ -133,6 +141,12 @@ def count_verdict(verdict: dict[str, Any], now: float | None = None) -> None:
         REVISIONS.labels(domain, state).inc()
         return
     VERDICTS.labels(domain, state).inc()
+    root = verdict.get("root_symptom") or {}
+    if root.get("symptom"):
+        ROOT_SYMPTOMS.labels(root["symptom"], domain).inc()
+    if state != "success":
+        for node in dict.fromkeys(verdict.get("responsible_nodes") or []):
+            NODE_VERDICTS.labels(str(node), domain).inc()
     end = _epoch_s((verdict.get("job") or {}).get("end"))
     if end is not None:
         VERDICT_LATENCY.observe(max(0.0, (now or time.time()) - end))
