@@ -3,6 +3,14 @@ beside two baselines: only reading and JSON-decoding the same file, and the same
 the ``re`` reference matcher on a slice of it.
 
     python -m scripts.bench.bench_backtest [--lines 1000000] [--keep FILE]
+
+With ``--storm 128,1250,12500`` it measures failures instead: for each node count, a job whose
+one node's GPU falls off the bus while every node's NCCL loses that peer for the last tenth of
+the run (scripts/bench/workload.py), beside the sparse recording of the same size in the same
+run; ``--pairwise`` adds the original pairwise refiners as a baseline, alternating with the
+indexed ones (slow: minutes at 1,250 nodes).
+
+    python -m scripts.bench.bench_backtest --storm 128,1250,12500 [--lines 1000000] [--pairwise]
 """
 
 from __future__ import annotations
@@ -15,10 +23,11 @@ from pathlib import Path
 import orjson
 
 from extractors.loader import load_ruleset
+from scripts.bench.pairwise_refiners import using_pairwise_refiners
 from scripts.bench.workload import jobcomp_record as _jobcomp
-from scripts.bench.workload import lines
+from scripts.bench.workload import lines, storm_xid_node, write_storm_recording
 from scripts.bench.workload import shipper_record as _record
-from streams.backtest import backtest, default_workers
+from streams.backtest import BacktestResult, backtest, default_workers, latest_revisions
 
 T0 = 1_714_557_600_000
 
@@ -58,12 +67,59 @@ def _backtest_with_re(path: Path, limit: int) -> tuple[int, float]:
     return result.engine.stats.lines, result.seconds
 
 
+def _row(label: str, lines_: int, seconds: float, note: str = "") -> None:
+    print(f"{label:<52}{lines_:>12,}{seconds:>10.2f}{lines_ / seconds:>14,.0f}  {note}")
+
+
+def _outcome(result: BacktestResult) -> str:
+    [verdict] = latest_revisions(result.verdicts)
+    root = verdict.root_symptom.symptom if verdict.root_symptom else None
+    return f"{verdict.sub_domain} {','.join(verdict.responsible_nodes)} {root}"
+
+
+def storm_main(node_counts: list[int], count: int, pairwise: bool, runs: int) -> None:
+    """Storms beside the sparse recording of the same size, in one run; with ``pairwise``, the
+    original refiners alternate with the indexed ones (this machine's speed swings)."""
+    ruleset = load_ruleset()
+    workers = default_workers()
+    directory = Path(tempfile.mkdtemp())
+    sparse = directory / "sparse.jsonl"
+    write_recording(sparse, count)
+    print(f"{'workload':<52}{'lines':>12}{'seconds':>10}{'lines/s':>14}  verdict")
+    for nodes in node_counts:
+        path = directory / f"storm-{nodes}.jsonl"
+        write_storm_recording(path, nodes, count)
+        for run in range(runs):
+            base = backtest(sparse, ruleset, workers=workers)
+            label = f"sparse (256 nodes, 0.1 % symptoms), {workers} processes"
+            _row(label, base.engine.stats.lines, base.seconds)
+            result = backtest(path, ruleset, workers=workers)
+            stats = result.engine.stats
+            _row(f"storm {nodes:,} nodes, {workers} processes", stats.lines, result.seconds, _outcome(result))
+            if run == 0:
+                single = backtest(path, ruleset, workers=1)
+                _row(f"storm {nodes:,} nodes, 1 process", stats.lines, single.seconds, _outcome(single))
+            if pairwise:
+                with using_pairwise_refiners():
+                    old = backtest(path, ruleset, workers=workers)
+                label = f"storm {nodes:,} nodes, pairwise refiners (baseline)"
+                _row(label, stats.lines, old.seconds, _outcome(old))
+        right = f"hardware {storm_xid_node(nodes)} gpu_fallen_off_bus"
+        print(f"  storm {nodes:,}: {stats.symptoms:,} symptoms; the right verdict: {right}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--re-lines", type=int, default=20_000)
     parser.add_argument("--keep", type=Path, default=None, help="write the recording here and keep it")
+    parser.add_argument("--storm", default="", help="node counts of storm workloads, e.g. 128,1250,12500")
+    parser.add_argument("--pairwise", action="store_true", help="storms: the pairwise refiners as baseline")
+    parser.add_argument("--runs", type=int, default=1, help="storms: alternations per node count")
     args = parser.parse_args()
+    if args.storm:
+        storm_main([int(n) for n in args.storm.split(",")], args.lines, args.pairwise, args.runs)
+        return
     path = args.keep or Path(tempfile.mkdtemp()) / "bench.jsonl"
     write_recording(path, args.lines)
     ruleset = load_ruleset()

@@ -1,9 +1,9 @@
 """The indexed refiners choose exactly the explainer the pairwise comparison chose.
 
-``pairwise_refiners`` is the original quadratic implementation, kept here as the reference: for
-every target it compared every item. Random evidence from the bundled rules (few nodes and
-entities, close times, so that scopes, windows and ties all occur) must get the same roles and
-the same ``explained_by`` from both.
+``pairwise_refiners`` is the original quadratic implementation, kept as the reference (and the
+storm benchmark's baseline): for every target it compared every item. Random evidence from the
+bundled rules (few nodes and entities, close times, so that scopes, windows and ties all occur)
+must get the same roles and the same ``explained_by`` from both.
 """
 
 from __future__ import annotations
@@ -14,48 +14,11 @@ import time
 import pytest
 
 from correlator.evidence import EvidenceGroup
-from correlator.refine import Item, apply_refiners, selects
+from correlator.refine import Item, apply_refiners
 from extractors.symptom import Symptom
+from scripts.bench.pairwise_refiners import pairwise_refiners
 
 T0 = 1_714_557_600_000
-
-
-def _related(refiner, target: Item, cause: Item) -> bool:
-    gap_s = (target.first_ms - cause.first_ms) / 1000
-    if refiner.relation == "after" and gap_s < 0:
-        return False
-    if refiner.relation == "before" and gap_s > 0:
-        return False
-    if refiner.within_s is not None and abs(gap_s) > refiner.within_s:
-        return False
-    if refiner.scope == "same_node":
-        return target.node == cause.node
-    if refiner.scope == "other_node":
-        return target.node != cause.node
-    if refiner.scope == "same_entity":
-        return target.node == cause.node and target.group.first.entity == cause.group.first.entity
-    return True
-
-
-def pairwise_refiners(items: list[Item], refiners) -> None:
-    for refiner in refiners:
-        decided = []
-        for target in items:
-            if target.role in ("benign", "marker") or not selects(refiner.target, target):
-                continue
-            related = [
-                c
-                for c in items
-                if c is not target and selects(refiner.cause, c) and _related(refiner, target, c)
-            ]
-            cause = min(
-                related, key=lambda c: (c.first_ms, -c.rule.priority, c.rule.id, c.node or ""), default=None
-            )
-            if cause is not None:
-                decided.append((target, cause))
-        for target, cause in decided:
-            target.role = refiner.set_role
-            target.explained_by = f"{refiner.id} <- {cause.rule.id}@{cause.node}"
 
 
 def _random_items(rng: random.Random, rules, count: int) -> list[Item]:
