@@ -81,12 +81,10 @@ class SlurmCluster:
         for directory in ("munge", "ctld-state", "slurmd-spool", "job-output"):
             (self.root / directory).mkdir(parents=True, exist_ok=True)
         self._start_munge()
-        self.conf.write_text(
-            SLURM_CONF.format(
-                host=self.host, root=self.root, ctld_log=self.ctld_log, event_script=self.event_script,
-                munge_socket=self.munge_socket, ctld_port=free_port(), slurmd_port=free_port(),
-            )  # fmt: skip
-        )
+        ports = {"ctld_port": free_port(), "slurmd_port": free_port()}
+        paths = {"root": self.root, "ctld_log": self.ctld_log, "event_script": self.event_script,
+                 "munge_socket": self.munge_socket}  # fmt: skip
+        self.conf.write_text(SLURM_CONF.format(host=self.host, **paths, **ports))
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf)])
         self._wait(lambda: self.node_state().startswith("IDLE"), 60, "the node to come up idle")

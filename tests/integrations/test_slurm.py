@@ -14,7 +14,7 @@ from tests.integrations.slurm_cluster import SlurmCluster, missing_programs
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
 if missing := missing_programs() + [p for p in ("rsyslogd", "kcat") if shutil.which(p) is None]:
-    pytest.skip(f"not installed: {', '.join(missing)} (scripts/install-integrations.sh)", allow_module_level=True)
+    pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
 
 
 @pytest.fixture
