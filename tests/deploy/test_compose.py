@@ -58,9 +58,14 @@ def test_scaled_workers_serve_metrics_that_prometheus_finds_by_service_name():
     assert discovered == {("extractor", int(port)), ("correlator", int(port))}
 
 
-def test_the_remediation_consumer_runs_in_dry_run():
-    command = SERVICES["remediation"]["command"]
-    assert command[0] == "remediate" and "--policy" in command and "--dry-run" in command
+def test_the_remediation_consumer_runs_in_dry_run_with_the_policy_compose_provides():
+    service = SERVICES["remediation"]
+    command = service["command"]
+    assert command[0] == "remediate" and "--execute" not in command  # dry-run is its default
+    policy_path = command[command.index("--policy") + 1]
+    (provided,) = [c for c in service["configs"] if c["target"] == policy_path]
+    policy = yaml.safe_load(COMPOSE["configs"][provided["source"]]["content"])
+    assert policy["rules"] and all(rule["actions"] for rule in policy["rules"])
 
 
 def test_every_mounted_config_exists_and_parses():
