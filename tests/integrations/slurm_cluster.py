@@ -87,7 +87,7 @@ class SlurmCluster:
         self.conf.write_text(SLURM_CONF.format(host=self.host, **paths, **ports))
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
         self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf)])
-        self._wait(lambda: self.node_state().startswith("IDLE"), 60, "the node to come up idle")
+        self.wait_until(lambda: self.node_state().startswith("IDLE"), 60, "the node to come up idle")
 
     def _start_munge(self) -> None:
         munge = self.root / "munge"
@@ -100,7 +100,7 @@ class SlurmCluster:
             f"--log-file={munge / 'munged.log'}", f"--pid-file={munge / 'munged.pid'}",
             f"--seed-file={munge / 'munged.seed'}",
         ])  # fmt: skip
-        self._wait(self.munge_socket.exists, 20, "munged's socket")
+        self.wait_until(self.munge_socket.exists, 20, "munged's socket")
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         out = (self.root / f"{name}.out").open("ab")
@@ -128,12 +128,13 @@ class SlurmCluster:
         return self.run("sinfo", "-h", "-N", "-n", self.host, "-o", "%T").upper()
 
     def node_reason(self) -> str:
+        """``scontrol show node``, whose ``Reason=`` line says why a node is drained."""
         return self.run("scontrol", "show", "node", self.host)
 
     def wait_for_state(self, job_id: str, *states: str, timeout_s: float = 60) -> None:
-        self._wait(lambda: self.job_state(job_id) in states, timeout_s, f"job {job_id} to be {states}")
+        self.wait_until(lambda: self.job_state(job_id) in states, timeout_s, f"job {job_id} to be {states}")
 
-    def _wait(self, condition, timeout_s: float, what: str) -> None:
+    def wait_until(self, condition, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
@@ -155,7 +156,7 @@ class SlurmCluster:
         """Cancel what still runs (so no slurmstepd outlives its slurmd), then stop the daemons."""
         try:
             self.run("scancel", "--partition=debug")
-            self._wait(lambda: not self.run("squeue", "-h", "-o", "%i"), 20, "the queue to drain")
+            self.wait_until(lambda: not self.run("squeue", "-h", "-o", "%i"), 20, "the queue to drain")
         except (RuntimeError, TimeoutError, OSError):
             pass
         for process in reversed(self.processes):

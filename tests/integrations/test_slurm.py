@@ -1,6 +1,7 @@
 """A real Slurm 22.05 cluster (one node) reports its jobs through the Faultstream event script
 (jobcomp/script + PrologSlurmctld), rsyslog ships the jobs' output and slurmctld's log, and
-every job gets the verdict its ending deserves (docs/integrations.md, Slurm)."""
+every job gets the verdict its ending deserves; a GPU that falls off the bus during a job gets
+the node drained by `faultstream remediate` (docs/integrations.md, Slurm and remediation)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,23 @@ import shutil
 
 import pytest
 
-from tests.integrations.shipping import Rsyslog, render_slurm_event_script, wait_for
+from tests.integrations.shipping import Rsyslog, render_slurm_event_script, rfc3339_now, wait_for
 from tests.integrations.slurm_cluster import SlurmCluster, missing_programs
+from tests.pipeline.results import read_topic
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=48211, name=python, GPU has fallen off the bus."
+DRAIN_POLICY = """
+max_nodes_per_window: 1
+rules:
+  - name: gpu-fatal
+    match: {root_symptom: [gpu_fallen_off_bus]}
+    reason: "faultstream {symptom} (job {workload_id})"
+    actions:
+      - exclude: {ttl_s: 3600}
+      - command: [scontrol, update, "NodeName={node}", State=DRAIN, "Reason={reason}"]
+"""
 
 if missing := missing_programs() + [p for p in ("rsyslogd", "kcat") if shutil.which(p) is None]:
     pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
@@ -76,3 +90,34 @@ def test_four_real_jobs_succeed_fail_time_out_and_get_cancelled_and_each_gets_it
         assert got[job]["job"]["scheduler"] == "slurm"
         assert got[job]["job"]["nodes"] == [cluster.host]
     assert got[fails]["job"]["exit_code"] == 1
+
+
+def test_an_xid_79_during_a_real_job_gets_the_node_drained_by_remediate(pipeline, cluster, shipped):
+    policy = pipeline.workdir / "policy.yaml"
+    policy.write_text(DRAIN_POLICY)
+    pipeline.overrides["SLURM_CONF"] = str(cluster.conf)  # remediate's scontrol talks to this cluster
+    pipeline.extractor()
+    pipeline.correlator()
+    pipeline.start("remediate", "--policy", str(policy), "--execute", "--from-beginning", name="remediate")
+    job = cluster.sbatch(
+        "--job-name=pretrain",
+        wrap="sleep 4; echo 'RuntimeError: CUDA error: unspecified launch failure' >&2; exit 1",
+    )
+    cluster.wait_for_state(job, "RUNNING")
+    shipped.append(shipped.kern_log, f"{rfc3339_now()} {cluster.host} kernel: {XID79}")
+    cluster.wait_for_state(job, "FAILED")
+
+    got = wait_for(pipeline.services.redis, pipeline.prefix, lambda verdicts: job in verdicts)
+    assert job in got, f"no verdict\n{pipeline.logs()}\n{shipped.log()}"
+    assert got[job]["verdict"]["attribution_outcome"] == "Fail Hardware"
+    assert got[job]["responsible_nodes"] == [cluster.host]
+
+    cluster.wait_until(lambda: "DRAIN" in cluster.node_state(), 60, f"the node to drain\n{pipeline.logs()}")
+    assert f"Reason=faultstream gpu_fallen_off_bus (job {job})" in cluster.node_reason()
+    actions = [
+        record for _, record in read_topic(pipeline.services.kafka, f"{pipeline.namespace}faultstream.actions")
+    ]
+    assert [(a["node"], a["action"], a["outcome"]) for a in actions] == [
+        (cluster.host, "exclude", "done"), (cluster.host, "command", "done")]  # fmt: skip
+    assert actions[1]["argv"] == ["scontrol", "update", f"NodeName={cluster.host}", "State=DRAIN",
+                                  f"Reason=faultstream gpu_fallen_off_bus (job {job})"]  # fmt: skip
