@@ -124,3 +124,8 @@ def test_success_and_nodeless_verdicts_add_nothing(redis_url, prefix, db):
     )
     run(_apply(redis_url, prefix, make_verdict("user", sub_domain="user", nodes=[])))
     assert db.keys(f"{prefix}fleet:*") == []
+
+
+def test_nodes_says_in_one_line_when_redis_does_not_answer(capsys):
+    assert main(["nodes", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
+    assert capsys.readouterr().err.startswith("faultstream: cannot reach Redis at redis://127.0.0.1:1/0")
