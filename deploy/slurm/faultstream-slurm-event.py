@@ -135,12 +135,17 @@ def output_path(pattern: str | None, job_id: str) -> str | None:
 
 
 def scontrol_job_fields(job_id: str) -> dict[str, str]:
-    """`scontrol show job -o ID` as key=value pairs (the ones we read hold no spaces). Times are
-    the controller's local time: run controllers in UTC, as docs/formats.md asks of nodes."""
+    """`scontrol show job -o ID` as key=value pairs. Times are the controller's local time: run
+    controllers in UTC, as docs/formats.md asks of nodes."""
     shown = subprocess.run(
         ["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30, check=True
     )
-    return dict(re.findall(r"(\w+)=(\S*)", shown.stdout))
+    return parse_scontrol_job(shown.stdout)
+
+
+def parse_scontrol_job(text: str) -> dict[str, str]:
+    """The fields we read (JobState, StartTime, EndTime) hold no spaces; others may, and are not read."""
+    return dict(re.findall(r"(?:^|\s)(\w+)=(\S*)", text))
 
 
 def record_for(env: dict[str, str], now: float) -> dict:
