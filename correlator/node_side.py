@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from correlator.evidence import EvidenceGroup
+from correlator.evidence import SLOT_MS, EvidenceGroup
 from correlator.node_window import NodeWindow
 from correlator.settings import CorrelatorSettings
 from extractors.symptom import Symptom
@@ -22,6 +22,7 @@ __all__ = ["NodeCorrelator", "NodeEvidence", "NodeRun", "NodeState"]
 
 #: A run with no end record after this long is taken as lost (its job-end record never came).
 MAX_RUN_MS = 30 * 86_400_000
+NEVER = 2**62
 
 
 @dataclass
@@ -68,6 +69,10 @@ class NodeEvidence:
 class NodeState:
     window: NodeWindow
     runs: dict[str, NodeRun] = field(default_factory=dict)
+    #: expire() cannot change this node before the watermark reaches this (not stored: a loaded
+    #: state is looked at on the next expire). A 12,500-node job is 12,500 states, and looking
+    #: at each of them after every batch made the backtest O(nodes x batches).
+    quiet_until_ms: int = field(default=0, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +92,10 @@ class NodeCorrelator:
         self.states: dict[str, NodeState] = states if states is not None else {}
         self.touched: set[str] = set()  # nodes changed since the last take_touched()
         self.counted: set[str] = set()  # nodes whose line counts alone changed (cheaper to lose)
+        #: nodes with an ended, unreported run (None: not known yet, e.g. after a restart), so
+        #: that due() looks at every node only while some run is waiting for its grace to pass
+        self.awaiting: set[str] | None = None
+        self.idle_ms = int(settings.idle_retention_s * 1000)
 
     def state(self, node: str) -> NodeState:
         state = self.states.get(node)
@@ -101,6 +110,9 @@ class NodeCorrelator:
             state = self.state(node)
         self.counted.add(node)
         state.window.add_lines(time_ms, count)
+        # the new minute can expire no sooner than this (see _quiet_until)
+        slot_expires = (time_ms // SLOT_MS + 1) * SLOT_MS + self.idle_ms
+        state.quiet_until_ms = min(state.quiet_until_ms, slot_expires)
 
     def on_symptom(self, symptom: Symptom) -> list[NodeEvidence]:
         return self.on_group(EvidenceGroup.start(symptom))
@@ -110,6 +122,7 @@ class NodeCorrelator:
         node = group.node or ""
         state = self.state(node)
         state.window.add_group(group)
+        state.quiet_until_ms = min(state.quiet_until_ms, group.last_ms + self.idle_ms + 1)
         late = []
         for run in state.runs.values():
             start, end = run.window(self.settings)
@@ -120,6 +133,9 @@ class NodeCorrelator:
     def on_run(self, node: str, workload_id: str, start_ms: int | None, end_ms: int | None) -> None:
         """The scheduler placed ``workload_id`` on ``node`` (start), or says it ended."""
         state = self.state(node)
+        state.quiet_until_ms = 0  # the runs a node keeps evidence for change
+        if end_ms is not None and self.awaiting is not None:
+            self.awaiting.add(node)
         run = state.runs.get(workload_id)
         requeued = (
             run is not None
@@ -138,17 +154,22 @@ class NodeCorrelator:
 
     def due(self, watermark_ms: int) -> list[NodeEvidence]:
         """Reports for every ended run whose end plus grace the node's event time has passed."""
+        if self.awaiting is not None and not self.awaiting:
+            return []  # no run has ended unreported: nothing to look at
         out = []
+        awaiting = set()
         for node, state in self.states.items():
             for run in state.runs.values():
-                if (
-                    run.reported_ms is None
-                    and run.end_ms is not None
-                    and run.end_ms + self.settings.grace_ms <= watermark_ms
-                ):
+                if run.reported_ms is not None or run.end_ms is None:
+                    continue
+                if run.end_ms + self.settings.grace_ms <= watermark_ms:
                     run.reported_ms = watermark_ms
+                    state.quiet_until_ms = 0
                     self.touched.add(node)
                     out.append(self._evidence(node, state, run))
+                else:
+                    awaiting.add(node)
+        self.awaiting = awaiting
         return out
 
     def report_now(self, node: str, workload_id: str) -> NodeEvidence | None:
@@ -158,6 +179,7 @@ class NodeCorrelator:
         if state is None or run is None or run.end_ms is None:
             return None
         run.reported_ms = run.reported_ms or run.end_ms + self.settings.grace_ms
+        state.quiet_until_ms = 0
         self.touched.add(node)
         return self._evidence(node, state, run)
 
@@ -169,9 +191,11 @@ class NodeCorrelator:
     def expire(self, watermark_ms: int) -> None:
         """Drop reported runs past the revision horizon and symptoms no run can still need."""
         horizon = int(self.settings.revision_horizon_s * 1000)
-        idle = watermark_ms - int(self.settings.idle_retention_s * 1000)
+        idle = watermark_ms - self.idle_ms
         for node in list(self.states):
             state = self.states[node]
+            if state.quiet_until_ms > watermark_ms:
+                continue  # nothing of this node can expire yet
             runs = {w: r for w, r in state.runs.items() if self._keep(r, watermark_ms, horizon)}
             changed = len(runs) != len(state.runs)
             state.runs = runs
@@ -179,8 +203,29 @@ class NodeCorrelator:
             changed = state.window.expire(min([idle, *needed])) or changed
             if state.window.is_empty() and not state.runs:
                 del self.states[node]
-            elif changed:
+                continue
+            if changed:
                 self.touched.add(node)  # only what changed goes back to the changelog
+            state.quiet_until_ms = self._quiet_until(state, min(needed, default=NEVER), horizon)
+
+    def _quiet_until(self, state: NodeState, needed_ms: int, horizon_ms: int) -> int:
+        """The lowest watermark at which expire() could change ``state`` as it is now: a run
+        dropped, or a group or minute of line counts forgotten (adding evidence lowers it)."""
+        until = NEVER
+        for run in state.runs.values():
+            if run.reported_ms is not None:
+                until = min(until, (run.end_ms or 0) + horizon_ms + 1)
+            elif run.start_ms is not None:
+                until = min(until, run.start_ms + MAX_RUN_MS + 1)
+        # forgetting needs the cutoff min(watermark - idle, needed) past the oldest entry
+        window = state.window
+        oldest_group = min((g.last_ms for g in window.groups.values()), default=NEVER)
+        if needed_ms > oldest_group:
+            until = min(until, oldest_group + self.idle_ms + 1)
+        oldest_slot = min(window.line_slots, default=NEVER)
+        if needed_ms // SLOT_MS > oldest_slot:
+            until = min(until, (oldest_slot + 1) * SLOT_MS + self.idle_ms)
+        return until
 
     def _keep(self, run: NodeRun, watermark_ms: int, horizon_ms: int) -> bool:
         if run.reported_ms is not None:

@@ -1,0 +1,72 @@
+"""Skipping quiet nodes in ``NodeCorrelator.expire`` and idle partitions in ``due`` changes
+nothing: a correlator that looks at every node every time ends in exactly the same state and
+reports the same runs, whatever the order of lines, symptoms, placements and watermarks."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from correlator.evidence import EvidenceGroup
+from correlator.node_side import NodeCorrelator
+from correlator.settings import CorrelatorSettings
+from extractors.symptom import Symptom
+
+T0 = 1_714_557_600_000
+SETTINGS = CorrelatorSettings(
+    lookback_s=300, tail_s=30, grace_s=30, idle_retention_s=600, revision_horizon_s=900
+)
+
+
+class LooksAtEveryNode(NodeCorrelator):
+    """The reference: forgets what it learnt about quiet nodes and pending runs every time."""
+
+    def expire(self, watermark_ms: int) -> None:
+        for state in self.states.values():
+            state.quiet_until_ms = 0
+        super().expire(watermark_ms)
+
+    def due(self, watermark_ms: int) -> list:
+        self.awaiting = None
+        return super().due(watermark_ms)
+
+
+def _group(node: str, ms: int, n: int) -> EvidenceGroup:
+    symptom = Symptom("r.x", "x", "hardware", "cause", 60, None, None, node, ms, "dmesg", f"line {n}", f"o:{n}")
+    return EvidenceGroup.start(symptom)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_skipping_quiet_nodes_ends_in_the_same_state_as_looking_at_all(seed):
+    rng = random.Random(seed)
+    fast, reference = NodeCorrelator(SETTINGS), LooksAtEveryNode(SETTINGS)
+    nodes = [f"gpu{n}" for n in range(6)]
+    watermark = T0
+    reports = [[], []]
+    for step in range(400):
+        node, ms = rng.choice(nodes), watermark + rng.randrange(-900_000, 120_000)
+        action = rng.random()
+        for i, correlator in enumerate((fast, reference)):
+            if action < 0.35:
+                correlator.on_lines(node, ms, 3)
+            elif action < 0.55:
+                reports[i] += [(e.workload_id, e.node) for e in correlator.on_group(_group(node, ms, step))]
+            elif action < 0.65:
+                job = f"job{step % 4}"
+                start = ms - 600_000
+                correlator.on_run(node, job, start, ms if step % 2 else None)
+            else:
+                reports[i] += [(e.workload_id, e.node) for e in correlator.due(watermark)]
+                correlator.expire(watermark)
+        if action >= 0.65:
+            watermark += rng.choice([1_000, 30_000, 60_000, 400_000])
+    assert reports[0] == reports[1]
+    assert {n: s.to_dict() for n, s in fast.states.items()} == {
+        n: s.to_dict() for n, s in reference.states.items()
+    }
+    assert reports[0], "no run was ever reported: the sample exercised nothing"
+
+
+def _states(correlator: NodeCorrelator) -> dict:
+    return {node: state.to_dict() for node, state in correlator.states.items()}
