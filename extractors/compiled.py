@@ -16,7 +16,12 @@ from extractors.loader import RuleError, RuleProblem, Ruleset
 from extractors.rule_model import SymptomRule
 from extractors.symptom import LineLike, Symptom
 
-__all__ = ["CompiledRule", "compile_rules", "job_reference"]
+__all__ = ["CONFIRM_CHARS", "CompiledRule", "compile_rules", "job_reference"]
+
+#: How much of a line the ``re`` confirm step reads. Real log lines are far shorter; a rule's
+#: message that starts past this point in a giant line is not recognized (tests/extractors
+#: test_regex_safety.py times every pattern on hostile lines of this length).
+CONFIRM_CHARS = 8192
 
 _JOB_REF = re.compile(
     r"\b(?:JobId=|JOB |STEP |StepId=|job_id=|SLURM_JOB_ID=)(?:\d+_\d+\((?P<raw>\d+)\)|(?P<id>\d+))", re.ASCII
@@ -38,7 +43,12 @@ class CompiledRule:
     sources: frozenset[str]
 
     def confirm(self, text: str) -> dict[str, str] | None:
-        """Captures if this rule fires on ``text`` (any include, no exclude), else ``None``."""
+        """Captures if this rule fires on ``text`` (any include, no exclude), else ``None``.
+
+        Only the first :data:`CONFIRM_CHARS` characters are read: ``re`` is a backtracking
+        engine, and a hostile multi-megabyte line must not cost seconds per rule."""
+        if len(text) > CONFIRM_CHARS:
+            text = text[:CONFIRM_CHARS]
         for program in self.include:
             found = program.search(text)
             if found is not None:
