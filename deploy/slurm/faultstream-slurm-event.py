@@ -6,13 +6,16 @@ has no jobcomp/kafka. One script, three places in slurm.conf (docs/integrations.
     JobCompType=jobcomp/script
     JobCompLoc=/etc/slurm/faultstream-slurm-event.py      # the end of every job (the record)
     PrologSlurmctld=/etc/slurm/faultstream-slurm-event.py # the start, as the job starts (optional)
-    EpilogSlurmctld=/etc/slurm/faultstream-slurm-event.py # the end, when jobcomp is taken
+    # or, when the site's one jobcomp plugin is taken, the end from the controller's epilog
+    # (it returns at once and publishes from a detached child once the job's state is final):
+    EpilogSlurmctld=/etc/slurm/faultstream-slurm-event.py
 
 It runs on the controller as SlurmUser with the environment Slurm gives it (nothing else is
 inherited), so the brokers and the topic are filled in when it is installed:
 
     python3 deploy/render.py deploy/slurm/faultstream-slurm-event.py \
-        /etc/slurm/faultstream-slurm-event.py BROKERS=kafka-1:9092 TOPIC_PREFIX=
+        /etc/slurm/faultstream-slurm-event.py BROKERS=kafka-1:9092 TOPIC_PREFIX= \
+        SLURM_CONF=/etc/slurm/slurm.conf
 
 Standard library only; the record goes to Kafka through `kcat` (Debian package kcat), run as an
 argument list: no value from a job (its name, its directory) ever reaches a shell.
@@ -25,12 +28,18 @@ import os
 import re
 import subprocess
 import sys
+import syslog
+import time
 from datetime import UTC, datetime
 
 BROKERS = "@BROKERS@"
 TOPIC = "@TOPIC_PREFIX@events.scheduler"
+# EpilogSlurmctld's environment does not say where slurm.conf is; its scontrol call needs it.
+SLURM_CONF = "@SLURM_CONF@"
 KCAT = os.environ.get("FAULTSTREAM_KCAT", "kcat")
 SEND_TIMEOUT_S = 20
+FINAL_STATE_WAIT_S = 300
+DETACHED = "--detached"
 # Slurm's "no value" sentinels in the ids of array and het jobs (NO_VAL, NO_VAL - 1).
 NO_VAL = {"", "0", "4294967294", "4294967295"}
 
@@ -137,9 +146,9 @@ def output_path(pattern: str | None, job_id: str) -> str | None:
 def scontrol_job_fields(job_id: str) -> dict[str, str]:
     """`scontrol show job -o ID` as key=value pairs. Times are the controller's local time: run
     controllers in UTC, as docs/formats.md asks of nodes."""
-    shown = subprocess.run(
-        ["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30, check=True
-    )
+    env = {**os.environ, "SLURM_CONF": SLURM_CONF}
+    argv = ["scontrol", "show", "job", "-o", job_id]
+    shown = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, check=True)
     return parse_scontrol_job(shown.stdout)
 
 
@@ -148,12 +157,23 @@ def parse_scontrol_job(text: str) -> dict[str, str]:
     return dict(re.findall(r"(?:^|\s)(\w+)=(\S*)", text))
 
 
+def final_job_fields(job_id: str) -> dict[str, str]:
+    """The job as scontrol shows it once it is no longer COMPLETING (the flag hides the final
+    state, and it stays set while EpilogSlurmctld runs: see `main`, which waits detached)."""
+    deadline = time.monotonic() + FINAL_STATE_WAIT_S
+    while True:
+        fields = scontrol_job_fields(job_id)
+        if fields.get("JobState") != "COMPLETING" or time.monotonic() > deadline:
+            return fields
+        time.sleep(1)
+
+
 def record_for(env: dict[str, str], now: float) -> dict:
     context = env.get("SLURM_SCRIPT_CONTEXT", "")
     if context == "prolog_slurmctld":
         return prolog_record(env, now)
     if context == "epilog_slurmctld":
-        return epilog_record(env, scontrol_job_fields(env["SLURM_JOB_ID"]))
+        return epilog_record(env, final_job_fields(env["SLURM_JOB_ID"]))
     if "JOBSTATE" in env:
         return jobcomp_record(env)
     raise SystemExit("faultstream-slurm-event: not run by Slurm (no JOBSTATE, no SLURM_SCRIPT_CONTEXT)")
@@ -171,12 +191,29 @@ def publish(record: dict) -> None:
         raise SystemExit(f"faultstream-slurm-event: job {record['jobid']} not published: {sent.stderr.strip()}")
 
 
+def detach() -> int:
+    """EpilogSlurmctld: hand the work to a child in its own session and return at once, so the
+    job can leave COMPLETING (Slurm waits for this script) and show its final state."""
+    subprocess.Popen(
+        [os.path.abspath(__file__), DETACHED],  # by its #! line: Slurm gives us no PATH to find python
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return 0
+
+
 def main() -> int:
     env = dict(os.environ)
+    if env.get("SLURM_SCRIPT_CONTEXT") == "epilog_slurmctld" and DETACHED not in sys.argv:
+        return detach()
     try:
         publish(record_for(env, datetime.now(UTC).timestamp()))
     except (SystemExit, OSError, subprocess.SubprocessError, KeyError, ValueError) as error:
         print(f"faultstream-slurm-event: {error}", file=sys.stderr)
+        if DETACHED in sys.argv:  # nobody reads a detached child's stderr: tell syslog
+            syslog.syslog(syslog.LOG_ERR, f"faultstream-slurm-event: {error}")
         # A failing PrologSlurmctld would requeue the job: losing a start record is the lesser harm.
         return 0 if env.get("SLURM_SCRIPT_CONTEXT") == "prolog_slurmctld" else 1
     return 0

@@ -97,8 +97,13 @@ class Rsyslog:
         return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
-def render_slurm_event_script(target: Path, kafka: str, namespace: str) -> Path:
-    render_file(SLURM_EVENT_SCRIPT, target, {"BROKERS": kafka, "TOPIC_PREFIX": namespace})
+def render_slurm_event_script(target: Path, kafka: str, namespace: str, slurm_conf: Path | None = None) -> Path:
+    values = {
+        "BROKERS": kafka,
+        "TOPIC_PREFIX": namespace,
+        "SLURM_CONF": str(slurm_conf or "/etc/slurm/slurm.conf"),
+    }
+    render_file(SLURM_EVENT_SCRIPT, target, values)
     return target
 
 

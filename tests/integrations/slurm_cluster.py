@@ -13,6 +13,12 @@ import subprocess
 import time
 from pathlib import Path
 
+#: Where slurm.conf runs the event script: at the end of every job (jobcomp/script) and at its
+#: start (PrologSlurmctld); or, for a site whose jobcomp plugin is taken, at the end from EpilogSlurmctld.
+EVENT_HOOKS = {
+    "jobcomp": "JobCompType=jobcomp/script\nJobCompLoc={script}\nPrologSlurmctld={script}",
+    "epilog": "JobCompType=jobcomp/none\nEpilogSlurmctld={script}",
+}
 SLURM_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "scancel", "squeue", "sinfo")
 
 SLURM_CONF = """\
@@ -36,9 +42,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/script
-JobCompLoc={event_script}
-PrologSlurmctld={event_script}
+{event_hooks}
 SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -67,7 +71,7 @@ def free_port() -> int:
 class SlurmCluster:
     """One controller and one compute node, both this machine, named by its hostname."""
 
-    def __init__(self, root: Path, event_script: Path) -> None:
+    def __init__(self, root: Path, event_script: Path, hooks: str = "jobcomp") -> None:
         self.root = root
         self.host = socket.gethostname()
         self.ctld_log = root / "slurmctld.log"
@@ -75,6 +79,7 @@ class SlurmCluster:
         self.conf = root / "slurm.conf"
         self.munge_socket = root / "munge" / "munge.socket"
         self.event_script = event_script
+        self.event_hooks = EVENT_HOOKS[hooks].format(script=event_script)
         self.processes: list[subprocess.Popen] = []
 
     def start(self) -> None:
@@ -82,7 +87,7 @@ class SlurmCluster:
             (self.root / directory).mkdir(parents=True, exist_ok=True)
         self._start_munge()
         ports = {"ctld_port": free_port(), "slurmd_port": free_port()}
-        paths = {"root": self.root, "ctld_log": self.ctld_log, "event_script": self.event_script,
+        paths = {"root": self.root, "ctld_log": self.ctld_log, "event_hooks": self.event_hooks,
                  "munge_socket": self.munge_socket}  # fmt: skip
         self.conf.write_text(SLURM_CONF.format(host=self.host, **paths, **ports))
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
@@ -144,6 +149,12 @@ class SlurmCluster:
                 pass  # the controller is not answering yet
             time.sleep(0.3)
         raise TimeoutError(f"waited {timeout_s} s for {what}\n{self.logs()}")
+
+    def wait_until_value(self, produce, timeout_s: float):
+        """The first truthy value ``produce`` returns within the time."""
+        found = []
+        self.wait_until(lambda: bool(found.append(produce()) or found[-1]), timeout_s, "a value")
+        return found[-1]
 
     def logs(self) -> str:
         return "\n".join(

@@ -21,7 +21,9 @@ TEMPLATE_VALUES = {
         "KERN_LOG": "/var/log/kern.log", "SYSLOG": "/var/log/syslog", "SLURM_LOGS": "/var/log/slurm/*.log",
         "JOB_OUTPUT_GLOB": "/var/log/slurm-jobs/*.out",
     },
-    "slurm/faultstream-slurm-event.py": {"BROKERS": "k1:9092", "TOPIC_PREFIX": "prod."},
+    "slurm/faultstream-slurm-event.py": {
+        "BROKERS": "k1:9092", "TOPIC_PREFIX": "prod.", "SLURM_CONF": "/etc/slurm/slurm.conf",
+    },
     "fluent-bit/faultstream.conf": {
         "BROKERS": "k1:9092", "TOPIC_PREFIX": "", "STATE_DIR": "/var/lib/fluent-bit",
         "JOB_OUTPUT_GLOB": "/var/log/slurm-jobs/*.out", "SLURM_LOGS": "/var/log/slurm/*.log",

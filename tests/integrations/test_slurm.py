@@ -6,9 +6,11 @@ the node drained by `faultstream remediate` (docs/integrations.md, Slurm and rem
 from __future__ import annotations
 
 import shutil
+import uuid
 
 import pytest
 
+from streams.normalize import normalize_record
 from tests.integrations.shipping import Rsyslog, render_slurm_event_script, rfc3339_now, wait_for
 from tests.integrations.slurm_cluster import SlurmCluster, missing_programs
 from tests.pipeline.results import read_topic
@@ -121,3 +123,25 @@ def test_an_xid_79_during_a_real_job_gets_the_node_drained_by_remediate(pipeline
         (cluster.host, "exclude", "done"), (cluster.host, "command", "done")]  # fmt: skip
     assert actions[1]["argv"] == ["scontrol", "update", f"NodeName={cluster.host}", "State=DRAIN",
                                   f"Reason=faultstream gpu_fallen_off_bus (job {job})"]  # fmt: skip
+
+
+def test_a_site_whose_jobcomp_is_taken_publishes_the_end_from_epilog_slurmctld(services, tmp_path):
+    namespace = f"t{uuid.uuid4().hex[:8]}."
+    slurm_conf = tmp_path / "slurm" / "slurm.conf"
+    script = render_slurm_event_script(tmp_path / "event.py", services.kafka, namespace, slurm_conf)
+    cluster = SlurmCluster(tmp_path / "slurm", script, hooks="epilog")
+    cluster.start()
+    try:
+        job = cluster.sbatch("--job-name=short", wrap="exit 3")
+        cluster.wait_for_state(job, "FAILED")
+        records = cluster.wait_until_value(
+            lambda: [r for _, r in read_topic(services.kafka, f"{namespace}events.scheduler", idle_s=1)], 30
+        )
+    finally:
+        cluster.stop()
+    (record,) = records
+    assert (record["jobid"], record["state"], record["exit_code"]) == (int(job), "FAILED", "3:0")
+    start, end = normalize_record("events.scheduler", record, job, None, "o").events
+    assert (start.kind, end.kind, end.state, end.exit_code, end.nodes) == (
+        "job_start", "job_end", "FAILED", 3, (cluster.host,))  # fmt: skip
+    assert start.time_ms <= end.time_ms
