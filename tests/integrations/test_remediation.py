@@ -13,11 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaProducer
 
 from sinks.redis_client import connect
 from streams.remediation import Remediator
 from streams.remediation_policy import Policy, load_policy
 from tests.conftest import REPO
+from tests.pipeline.results import read_topic
 
 pytestmark = pytest.mark.services
 
@@ -227,3 +229,38 @@ def test_the_example_policy_in_deploy_loads():
     loaded = load_policy(REPO / "deploy" / "remediation" / "policy.yaml")
     assert loaded.rules[0].match.sub_domain == ["hardware"]
     assert loaded.max_nodes_per_window >= 1
+
+
+def test_the_remediate_command_reads_the_verdicts_topic_and_publishes_its_decisions(pipeline, tmp_path):
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(
+        "rules:\n- name: gpu-fatal\n  match: {root_symptom: [gpu_fallen_off_bus]}\n"
+        "  actions:\n  - command: [scontrol, update, 'NodeName={node}', State=DRAIN, 'Reason={reason}']\n"
+    )
+    verdict = hardware_verdict("4101", ["gpu007"])
+    publish(pipeline.services.kafka, f"{pipeline.namespace}faultstream.verdicts", verdict, verdict)
+    pipeline.start("remediate", "--policy", str(policy_file), "--from-beginning", name="remediate")
+
+    topic = f"{pipeline.namespace}faultstream.actions"
+    deadline = time.monotonic() + 60
+    while len(actions := [a for _, a in read_topic(pipeline.services.kafka, topic, idle_s=1)]) < 2:
+        assert time.monotonic() < deadline, pipeline.logs()
+    assert [(a["node"], a["outcome"], a["dry_run"]) for a in actions] == [
+        ("gpu007", "dry_run", True), ("gpu007", "duplicate", True)]  # fmt: skip
+    assert actions[0]["argv"] == ["scontrol", "update", "NodeName=gpu007", "State=DRAIN",
+                                  "Reason=faultstream: gpu_fallen_off_bus in job 4101"]  # fmt: skip
+
+
+def publish(kafka: str, topic: str, *verdicts: dict) -> None:
+    async def send() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=kafka, acks="all")
+        await producer.start()
+        try:
+            for verdict in verdicts:
+                await producer.send_and_wait(
+                    topic, json.dumps(verdict).encode(), key=verdict["workload_id"].encode()
+                )
+        finally:
+            await producer.stop()
+
+    asyncio.run(send())
