@@ -78,6 +78,7 @@ def load_ruleset(directory: Path | str | None = None) -> Ruleset:
         raise RuleError([RuleProblem(str(root), None, None, "rules directory not found")])
     problems: list[RuleProblem] = []
     meta = _load_meta(root, problems)
+    _check_requires(root / "ruleset.yaml", meta.get("requires"), problems)
     symptom_files = sorted((root / "symptoms").rglob("*.yaml"))
     refiner_files = sorted((root / "refiners").rglob("*.yaml"))
     symptom_rules = [r for p in symptom_files if (r := _load_one(p, SymptomRule, problems))]
@@ -114,6 +115,36 @@ def _load_meta(root: Path, problems: list[RuleProblem]) -> dict[str, Any]:
         problems.append(RuleProblem(str(path), _yaml_line(exc), None, f"invalid YAML: {exc}"))
         return {}
     return data if isinstance(data, dict) else {}
+
+
+#: What a ruleset's ``requires:`` may name, and the distribution whose version answers.
+_REQUIREMENTS = {"engine": "faultstream", "hyperscan": "hyperscan"}
+
+
+def _check_requires(path: Path, requires: Any, problems: list[RuleProblem]) -> None:
+    """``requires: {engine: ">=0.1", hyperscan: ">=0.9"}``: a ruleset written for a newer engine
+    fails to load here with a reason, instead of misbehaving."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    for name, spec in (requires or {}).items():
+        where = f"requires.{name}"
+        if name not in _REQUIREMENTS:
+            known = ", ".join(_REQUIREMENTS)
+            problems.append(RuleProblem(str(path), None, None, f"{where}: unknown; known: {known}"))
+            continue
+        try:
+            wanted = SpecifierSet(str(spec))
+            installed = version(_REQUIREMENTS[name])
+        except InvalidSpecifier:
+            problems.append(RuleProblem(str(path), None, None, f"{where}: not a version specifier: {spec!r}"))
+            continue
+        except PackageNotFoundError:
+            continue  # running from a checkout that was never installed: nothing to compare
+        if not wanted.contains(installed, prereleases=True):
+            message = f"{where}: this ruleset needs {_REQUIREMENTS[name]} {spec}, found {installed}"
+            problems.append(RuleProblem(str(path), None, None, message))
 
 
 def _load_one(path: Path, model: type[SymptomRule] | type[RefinerRule], problems: list[RuleProblem]):

@@ -1,4 +1,4 @@
-"""Shared fixtures. Tests must not leak threads, asyncio tasks or environment variables."""
+"""Shared fixtures. Every test is checked for leaked (non-daemon) threads and environment variables."""
 
 from __future__ import annotations
 

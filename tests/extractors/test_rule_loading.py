@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from extractors.loader import RuleError, load_ruleset
 from extractors.matchers import HyperscanMatcher
-from tests.conftest import write_ruleset
+from tests.conftest import REPO, write_ruleset
 
 GOOD = """schema: symptom-rule/v1
 id: t.good
@@ -102,3 +104,13 @@ set_role: downstream
     write_ruleset(tmp_path, {"symptoms/t/t.good.yaml": GOOD, "refiners/r.x.yaml": refiner})
     with pytest.raises(RuleError, match="unknown symptom 'no_such_symptom'"):
         load_ruleset(tmp_path)
+
+
+def test_a_ruleset_that_needs_a_newer_engine_is_refused_with_its_reason(tmp_path):
+    rules = tmp_path / "rules"
+    shutil.copytree(REPO / "rules", rules)
+    meta = rules / "ruleset.yaml"
+    meta.write_text(meta.read_text().replace('engine: ">=0.1"', 'engine: ">=99"'))
+    with pytest.raises(RuleError) as error:
+        load_ruleset(rules)
+    assert f"{meta}: requires.engine: this ruleset needs faultstream >=99, found" in str(error.value)
