@@ -64,6 +64,8 @@ def jobcomp_record(env: dict[str, str]) -> dict:
     job_id = env["JOBID"]
     record = {
         "jobid": int(job_id),
+        "sluid": env.get("SLUID"),  # Slurm >= 26.05: the run's unique id (a requeue gets a new one)
+        "original_sluid": env.get("ORIGINAL_SLUID"),
         "username": env.get("USERNAME"),
         "user_id": number(env.get("UID")),
         "groupname": env.get("GROUPNAME"),
@@ -98,6 +100,7 @@ def prolog_record(env: dict[str, str], now: float) -> dict:
     """The start of a job, from PrologSlurmctld's environment: a running state, start = now."""
     record = {
         "jobid": int(env["SLURM_JOB_ID"]),
+        "sluid": env.get("SLURM_JOB_SLUID"),  # Slurm >= 25.11
         "username": env.get("SLURM_JOB_USER"),
         "user_id": number(env.get("SLURM_JOB_UID")),
         "@start": iso_utc(now),
@@ -121,6 +124,7 @@ def epilog_record(env: dict[str, str], job_fields: dict[str, str]) -> dict:
     job's state or times (Slurm 22.05), so those come from `scontrol show job`."""
     record = {
         "jobid": int(env["SLURM_JOB_ID"]),
+        "sluid": env.get("SLURM_JOB_SLUID"),  # Slurm >= 25.11
         "username": env.get("SLURM_JOB_USER"),
         "user_id": number(env.get("SLURM_JOB_UID")),
         "@start": job_fields.get("StartTime", "Unknown"),

@@ -32,6 +32,7 @@ RUNNING_STATES = frozenset({
 EXTRA_FIELDS = (
     "user_id", "array_job_id", "array_task_id", "het_job_id", "het_job_offset", "cluster",
     "account", "qos", "derived_ec", "elapsed", "time_limit", "work_dir", "std_out", "std_err",
+    "sluid", "original_sluid",  # Slurm's unique job id (records since 26.05, env since 25.11)
 )
 # fmt: on
 #: Slurm's NO_VAL / NO_VAL64 mean "not set" in array and het fields.

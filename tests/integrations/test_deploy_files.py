@@ -149,3 +149,12 @@ def test_an_epilog_record_takes_the_state_and_times_slurm_keeps_out_of_the_epilo
 def test_an_unrendered_script_refuses_to_publish():
     with pytest.raises(SystemExit, match="render the script first"):
         slurm_event.publish({"jobid": 1})
+
+
+def test_slurms_unique_job_id_travels_with_the_job_end_but_the_job_id_names_the_workload():
+    record = slurm_event.jobcomp_record(
+        dict(JOBCOMP_ENV, SLUID="s0k2m4p6r8t0v", ORIGINAL_SLUID="s0k2m4p6r8t0a")
+    )
+    end = normalized(record).events[-1]
+    assert end.workload_id == "4108"  # what slurmstepd lines and %j output files name
+    assert (end.extra["sluid"], end.extra["original_sluid"]) == ("s0k2m4p6r8t0v", "s0k2m4p6r8t0a")
