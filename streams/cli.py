@@ -32,7 +32,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_more_commands(commands: argparse._SubParsersAction) -> None:
-    from streams import cli_backtest, cli_eval, cli_nodes, cli_pipeline, cli_remediate, cli_replay, cli_verdicts
+    from streams import (
+        cli_api,
+        cli_backtest,
+        cli_eval,
+        cli_nodes,
+        cli_pipeline,
+        cli_remediate,
+        cli_replay,
+        cli_verdicts,
+    )
 
     cli_backtest.add_parser(commands)
     cli_eval.add_parser(commands)
@@ -41,6 +50,7 @@ def _add_more_commands(commands: argparse._SubParsersAction) -> None:
     cli_verdicts.add_parser(commands)
     cli_remediate.add_parser(commands)
     cli_nodes.add_parser(commands)
+    cli_api.add_parser(commands)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
