@@ -3,6 +3,7 @@ real rsyslogd tailing files, real Kafka, real Redis (docs/integrations.md, rsysl
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -17,6 +18,9 @@ from tests.integrations.shipping import (
 )
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+if missing := [program for program in ("rsyslogd", "kcat") if shutil.which(program) is None]:
+    pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=48211, name=python, GPU has fallen off the bus."
 

@@ -5,6 +5,7 @@ the node drained by `faultstream remediate` (docs/integrations.md, Slurm and rem
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 
@@ -31,6 +32,8 @@ rules:
 
 if missing := missing_programs() + [p for p in ("rsyslogd", "kcat") if shutil.which(p) is None]:
     pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
+if os.geteuid() != 0:
+    pytest.skip("the test cluster runs slurmd as root (SlurmdUser=root)", allow_module_level=True)
 
 
 @pytest.fixture
