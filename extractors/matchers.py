@@ -35,7 +35,9 @@ class HyperscanMatcher:
         """Sorted, distinct (line index, rule index) pairs Hyperscan reports for ``texts``."""
         if not texts:
             return []
-        encoded = [t.encode("utf-8", "surrogateescape") for t in texts]
+        # surrogatepass: a str may hold a lone surrogate ("\ud800") and the database scans bytes
+        # without UTF-8 checks; surrogateescape raised on it and lost the whole batch
+        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
         ends = list(accumulate(len(b) + 1 for b in encoded))
         hits: list[tuple[int, int]] = []
         append = hits.append

@@ -21,6 +21,9 @@ __all__ = ["RECORDED_TIME_HEADER", "Topics", "partition_for", "record_time_ms"]
 #: timestamp (epoch ms, ASCII digits) in this header. The extractor takes it in place of the
 #: Kafka timestamp, so a replay is normalized exactly as the recording says.
 RECORDED_TIME_HEADER = "faultstream-recorded-ms"
+#: Anyone who can produce to an ingest topic writes headers too: a value longer than this (past
+#: the year 5138 in ms) is not a time, and past 64 bits it broke encoding the batch's outputs.
+RECORDED_TIME_MAX_DIGITS = 14
 
 
 def partition_for(key: str, partitions: int) -> int:
@@ -30,7 +33,7 @@ def partition_for(key: str, partitions: int) -> int:
 def record_time_ms(timestamp_ms: int, headers: Sequence[tuple[str, bytes]]) -> int:
     """A consumed record's time: its recorded time when it was replayed, else its Kafka timestamp."""
     for name, value in headers:  # empty for what shippers send: costs nothing then
-        if name == RECORDED_TIME_HEADER and value.isdigit():
+        if name == RECORDED_TIME_HEADER and value.isdigit() and len(value) <= RECORDED_TIME_MAX_DIGITS:
             return int(value)
     return timestamp_ms
 

@@ -1,0 +1,185 @@
+"""Hostile and broken input against the extractor worker as a whole (issue 11).
+
+tests/streams/test_normalize_record.py fuzzes ``normalize_record`` on decoded values. Here the
+unit is what a Kafka fetch hands the worker: raw bytes in any encoding, hostile keys and
+headers, huge and empty fields, control characters. One batch goes through
+``ExtractorWorker.process`` (normalize → Hyperscan → collapse → route) and every output is
+encoded as the worker would send it. The worker never raises; every record becomes lines, job
+events or a dead letter with its reason; and everything it would produce can be encoded.
+
+Counterexamples hypothesis found are kept at the end as plain regression tests.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from aiokafka.structs import ConsumerRecord
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from extractors.matchers import HyperscanMatcher, ReferenceMatcher
+from streams import wire
+from streams.extract_worker import ExtractorWorker, _dead_value
+from streams.normalize import normalize_record
+from streams.records import LogLine
+from streams.settings import Settings
+from streams.topics import RECORDED_TIME_HEADER
+
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus."
+INGEST = ["logs.syslog", "logs.dmesg", "logs.applog", "events.scheduler"]
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+#: Characters a hostile or broken line carries: C0/C1 controls, ANSI escapes, NUL, BOM,
+#: bidi overrides, line and paragraph separators, lone surrogates (unpaired UTF-16 halves).
+NASTY_CHARS = st.sampled_from(
+    ["\x00", "\x1b[31m", "\x1b]0;title\x07", "\r", "\n", "\t", "\x7f", "\x85", "\u2028", "\u202e",
+     "\ufeff", "\ud800", "\udcff", "%n", "%s", "{}", "{0}", "$(reboot)", "`id`", ";", "|", "\\"]
+)  # fmt: skip
+NASTY_TEXT = st.lists(st.text(max_size=20) | NASTY_CHARS, max_size=8).map("".join)
+HUGE_TEXT = st.builds(lambda c, n: c * n, st.sampled_from(["a", "9", " ", "\x00", "é", "(", "JobId="]),
+                      st.integers(10_000, 120_000))  # fmt: skip
+FIELD_TEXT = NASTY_TEXT | HUGE_TEXT | st.just("") | st.just(XID79)
+FIELD_KEYS = st.sampled_from(
+    ["log", "message", "MESSAGE", "msg", "host", "hostname", "_HOSTNAME", "@timestamp", "timestamp", "time",
+     "job_id", "rank", "kubernetes", "JobID", "State", "@start", "@end", "NodeList", "exit_code", "type",
+     "workload_id", "nodes", "node", "reason", "involvedObject", "lastTimestamp", "scheduler"]
+)  # fmt: skip
+JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats() | FIELD_TEXT
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(FIELD_KEYS, inner, max_size=4),
+    max_leaves=8,
+)
+RECORD = st.dictionaries(FIELD_KEYS | st.text(max_size=6), JSON, max_size=8)
+
+
+def _json_bytes(value: object) -> bytes:
+    """JSON as a shipper would write it; a lone surrogate goes out as its escape, as Python's
+    json module writes it (orjson refuses to encode one)."""
+    return json.dumps(value).encode()
+
+
+ENCODINGS = st.sampled_from(["utf-8", "latin-1", "utf-16", "cp1252", "utf-8-sig"])
+MIXED = st.builds(
+    lambda a, b, enc: a.encode("utf-8", "surrogatepass") + b.encode(enc, "replace"),
+    NASTY_TEXT,
+    NASTY_TEXT,
+    ENCODINGS,
+)
+RAW_VALUES = st.one_of(
+    st.binary(max_size=200),
+    RECORD.map(_json_bytes),
+    JSON.map(_json_bytes),
+    MIXED,
+    FIELD_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.just(b""),
+    st.just(b"{"),
+    st.just(b'{"log": "' + b"\\ud800" * 3 + b'", "host": "gpu001"}'),
+    st.none(),  # a tombstone
+)
+HEADER_VALUES = st.binary(max_size=12) | st.just(b"99999999999999999999")
+HEADERS = st.lists(st.tuples(st.sampled_from([RECORDED_TIME_HEADER, "x", ""]), HEADER_VALUES), max_size=2)
+
+
+@st.composite
+def consumer_records(draw: st.DrawFn) -> list[ConsumerRecord]:
+    count = draw(st.integers(1, 6))
+    return [
+        ConsumerRecord(
+            topic=draw(st.sampled_from(INGEST)),
+            partition=0,
+            offset=offset,
+            timestamp=draw(st.integers(-1, 2**45)),
+            timestamp_type=0,
+            key=draw(st.none() | st.binary(max_size=12) | st.just(b"gpu\x1b[2J;$(x)")),
+            value=draw(RAW_VALUES),
+            checksum=None,
+            serialized_key_size=0,
+            serialized_value_size=0,
+            headers=draw(HEADERS),
+        )
+        for offset in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def worker(bundled_ruleset) -> ExtractorWorker:
+    return ExtractorWorker(Settings(), bundled_ruleset)
+
+
+def _produced(worker: ExtractorWorker, batch: list[ConsumerRecord]) -> list[bytes]:
+    """Every value the worker would send for ``batch``, encoded as ``_produce`` encodes it."""
+    out = worker.process(batch)
+    values = [
+        record if isinstance(record, bytes) else wire.encode(record) for _, record in out.node + out.workload
+    ]
+    values += [packed for _, packed in out.node_groups]
+    values += [wire.encode(counts) for _, counts in out.node_counts]
+    values += [_dead_value(dead) for dead in out.dead]
+    return values
+
+
+def test_hostile_batches_never_break_the_worker(worker: ExtractorWorker) -> None:
+    @FUZZ
+    @given(batch=consumer_records())
+    def batch_goes_through(batch: list[ConsumerRecord]) -> None:
+        for record in batch:
+            one = normalize_record(
+                record.topic, record.value, None, record.timestamp, "o", worker.topics.ingest
+            )
+            assert one.lines or one.events or one.dead, "a record disappeared"
+            assert all(dead.reason for dead in one.dead)
+        for value in _produced(worker, batch):
+            orjson.loads(value)  # what reaches the topics is valid JSON
+
+    batch_goes_through()
+
+
+LINES = st.lists(
+    st.builds(
+        lambda text, host, source: LogLine(text, host, 1714560000000, source, "t:0:0", None),
+        st.one_of(NASTY_TEXT, HUGE_TEXT, st.text(), NASTY_TEXT.map(lambda t: t + XID79 + t)),
+        st.none() | NASTY_TEXT,
+        st.sampled_from(["syslog", "dmesg", "applog", "scheduler", "k8s"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def test_the_rule_matchers_take_any_text_and_agree(bundled_ruleset) -> None:
+    fast, slow = HyperscanMatcher(bundled_ruleset), ReferenceMatcher(bundled_ruleset)
+
+    @FUZZ
+    @given(lines=LINES)
+    @example(lines=[LogLine("\ud800" + XID79, "gpu001", 1, "dmesg", "o")])
+    def any_text(lines: list[LogLine]) -> None:
+        found = fast.extract_batch(lines)
+        assert found == slow.extract_batch(lines)
+        assert {s.line for s in found} <= {line.text for line in lines}  # the proof is the line as read
+
+    any_text()
+
+
+# Counterexamples hypothesis found while these properties were written: kept as regression tests.
+
+
+def test_a_lone_surrogate_in_a_line_is_scanned_not_a_crash(bundled_ruleset) -> None:
+    """A str line holding "\\ud800" (a value decoded by something other than Kafka bytes) made
+    the Hyperscan matcher's ``encode("utf-8", "surrogateescape")`` raise."""
+    line = LogLine("\ud800 " + XID79, "gpu001", 1, "dmesg", "o")
+    [symptom] = HyperscanMatcher(bundled_ruleset).extract_batch([line])
+    assert symptom.symptom == "gpu_fallen_off_bus"
+
+
+def test_a_recorded_time_header_past_64_bits_is_ignored_not_a_crashed_batch(worker: ExtractorWorker) -> None:
+    """Anyone who may produce to an ingest topic sets headers: a 20-digit recorded time became
+    the line's time and ``orjson`` refused to encode the batch's line counts, so the worker
+    failed on the same batch after every restart."""
+    record = ConsumerRecord("logs.dmesg", 0, 0, 1714560000000, 0, b"gpu001", XID79.encode(), None, 0, 0,
+                            [(RECORDED_TIME_HEADER, b"99999999999999999999")])  # fmt: skip
+    assert all(orjson.loads(value) for value in _produced(worker, [record]))
+    assert worker.watermark_ms == 1714560000000  # the Kafka timestamp, not the header
