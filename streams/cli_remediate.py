@@ -98,11 +98,30 @@ async def _handle(record, remediator, producer, actions_topic: str) -> None:
     except (orjson.JSONDecodeError, KeyError, TypeError):
         log.error("not a verdict at %s:%d:%d; skipped", record.topic, record.partition, record.offset)
         return
-    for action in await remediator.handle(verdict):
+    for action in await _decide_while_redis_is_away(remediator, verdict):
         key = (action.node or str(workload_id)).encode()
         await producer.send_and_wait(actions_topic, action.to_json(), key=key)
         what = (action.outcome, action.action or "-", action.node or "-", workload_id, action.detail)
         log.info("%s %s %s %s: %s", *what)
+
+
+async def _decide_while_redis_is_away(remediator, verdict: dict) -> list:
+    """Redis holds the cap and what was done: without it nothing is decided. Wait for it (the
+    verdict's offset is not committed meanwhile), then decide again: actions marked done are
+    skipped; one done but not yet marked when Redis went away runs again, which for an exclusion
+    or a drain changes nothing."""
+    from sinks.redis_client import RedisError, is_transient
+
+    delay = 0.5
+    while True:
+        try:
+            return await remediator.handle(verdict)
+        except RedisError as error:
+            if not is_transient(error):
+                raise
+            log.warning("Redis unavailable (%s); retrying in %.0f s", error, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
 
 async def _ensure_actions_topic(settings) -> None:

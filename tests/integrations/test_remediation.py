@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import subprocess
 import sys
 import time
 import uuid
@@ -264,3 +265,13 @@ def publish(kafka: str, topic: str, *verdicts: dict) -> None:
             await producer.stop()
 
     asyncio.run(send())
+
+
+def test_the_remediate_command_names_a_broken_policy_and_exits_2(tmp_path):
+    broken = tmp_path / "policy.yaml"
+    broken.write_text("rules: []\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "streams", "remediate", "--policy", str(broken)], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"faultstream: invalid policy {broken}:")
