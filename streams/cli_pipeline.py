@@ -53,9 +53,14 @@ def _metrics_option(parser: argparse.ArgumentParser) -> None:
 
 def _serve_metrics(settings) -> None:
     if settings.metrics_port is not None:
+        from streams.cli import UsageError
         from streams.metrics import serve
 
-        serve(settings.metrics_port, settings.metrics_host)
+        try:
+            serve(settings.metrics_port, settings.metrics_host)
+        except OSError as exc:
+            where = f"{settings.metrics_host}:{settings.metrics_port}"
+            raise UsageError(f"cannot serve metrics on {where}: {exc.strerror or exc}") from exc
         log.info("Prometheus metrics on http://%s:%d/metrics", settings.metrics_host, settings.metrics_port)
 
 

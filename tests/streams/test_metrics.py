@@ -4,6 +4,7 @@ restart count that survives the process replacing itself."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 
@@ -69,3 +70,23 @@ def test_the_stall_restart_count_carries_over_into_the_replacement_process(monke
         check=True,
     )
     assert float(replacement.stdout) == 3.0
+
+
+def test_a_busy_metrics_port_stops_the_worker_with_one_line_before_it_touches_kafka():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {"KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}  # nothing there: it must not get that far
+        worker = subprocess.run(
+            [sys.executable, "-m", "streams", "worker", "extractor", "--metrics-port", str(port)],
+            cwd=REPO,
+            env={**os.environ, **env, "FAULTSTREAM_METRICS_HOST": "127.0.0.1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert worker.returncode == 2
+    assert worker.stderr.strip().splitlines()[-1] == (
+        f"faultstream: cannot serve metrics on 127.0.0.1:{port}: Address already in use"
+    )
