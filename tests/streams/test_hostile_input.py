@@ -175,10 +175,11 @@ def test_a_lone_surrogate_in_a_line_is_scanned_not_a_crash(bundled_ruleset) -> N
     assert symptom.symptom == "gpu_fallen_off_bus"
 
 
-def test_a_recorded_time_header_past_64_bits_is_ignored_not_a_crashed_batch(worker: ExtractorWorker) -> None:
+def test_a_recorded_time_header_past_64_bits_is_ignored_not_a_crashed_batch(bundled_ruleset) -> None:
     """Anyone who may produce to an ingest topic sets headers: a 20-digit recorded time became
     the line's time and ``orjson`` refused to encode the batch's line counts, so the worker
     failed on the same batch after every restart."""
+    worker = ExtractorWorker(Settings(), bundled_ruleset)
     record = ConsumerRecord("logs.dmesg", 0, 0, 1714560000000, 0, b"gpu001", XID79.encode(), None, 0, 0,
                             [(RECORDED_TIME_HEADER, b"99999999999999999999")])  # fmt: skip
     assert all(orjson.loads(value) for value in _produced(worker, [record]))
