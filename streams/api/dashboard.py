@@ -127,6 +127,7 @@ def _timeline(chain: list[dict[str, Any]]) -> str:
     items = []
     for element, (first, last) in zip(chain, times, strict=True):
         left, width = 100 * (first - low) / span, max(100 * (last - first) / span, 0.5)
+        left = min(left, 100 - width)  # a one-instant element at the end stays inside the bar
         why = f" explained by {escape(element['explained_by'])}" if element.get("explained_by") else ""
         items.append(
             f'<li class="{escape(element["role"])}"><b>{escape(element["symptom"])}</b> '
