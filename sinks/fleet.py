@@ -7,8 +7,8 @@ sink files each bad verdict under every node it blames and under every pair its 
   the far end), and the survivors of a chain element the named-peer refiner explained
   (``named peer <- rule@node``: each survivor lost its connection to that node);
 * ``port`` pairs ``(host port, switch port)``: the root symptom's device and port captures on
-  its node (``gpu003/mlx5_0:1``); the switch side is the ``switch_port`` capture, or
-  ``unknown`` while no rule or topology source names it.
+  its node (``gpu003/mlx5_0:1``); the switch side is the ``switch_port`` capture, else the
+  cabling map (``fleet_switch_ports``: host port → switch port), else ``unknown``.
 
 The sink's Lua script applies these entries (and takes the previous revision's back out), so the
 sets always reflect each workload's latest revision. Pure: no Redis here.
@@ -33,7 +33,9 @@ _PORT_CAPTURES = ("port", "ibport", "asyncport")
 MAX_SURVIVORS = 64  # a storm's downstream element samples its nodes anyway
 
 
-def fleet_entries(verdict: dict[str, Any], keys: VerdictKeys) -> list[FleetEntry]:
+def fleet_entries(
+    verdict: dict[str, Any], keys: VerdictKeys, switch_ports: dict[str, str] | None = None
+) -> list[FleetEntry]:
     if verdict.get("terminal_state") == "success":
         return []
     root = verdict.get("root_symptom") or {}
@@ -42,7 +44,7 @@ def fleet_entries(verdict: dict[str, Any], keys: VerdictKeys) -> list[FleetEntry
         [keys.fleet_nodes, node, keys.fleet_node(node), keys.fleet_roots(node), root_name]
         for node in dict.fromkeys(str(n) for n in verdict.get("responsible_nodes") or [])
     ]
-    for kind, pair in dict.fromkeys(_peer_pairs(verdict, root) + _port_pairs(root)):
+    for kind, pair in dict.fromkeys(_peer_pairs(verdict, root) + _port_pairs(root, switch_ports or {})):
         entries.append([keys.fleet_pairs(kind), pair, keys.fleet_pair(kind, pair), "", ""])
     return entries
 
@@ -60,14 +62,15 @@ def _peer_pairs(verdict: dict[str, Any], root: dict[str, Any]) -> list[tuple[str
     return pairs
 
 
-def _port_pairs(root: dict[str, Any]) -> list[tuple[str, str]]:
+def _port_pairs(root: dict[str, Any], switch_ports: dict[str, str]) -> list[tuple[str, str]]:
     captures = root.get("captures") or {}
     device = next((captures[c] for c in _DEVICE_CAPTURES if captures.get(c)), None)
     if not device or not root.get("node"):
         return []  # a port number alone (a TCP port of a store) is no host port
     port = next((captures[c] for c in _PORT_CAPTURES if captures.get(c)), None)
     host_port = f"{root['node']}/{device}:{port}" if port else f"{root['node']}/{device}"
-    return [("port", f"{host_port}|{captures.get('switch_port') or 'unknown'}")]
+    switch_port = captures.get("switch_port") or switch_ports.get(host_port) or "unknown"
+    return [("port", f"{host_port}|{switch_port}")]
 
 
 def _address(text: str) -> str:

@@ -163,6 +163,7 @@ class RedisVerdictSink:
         stream_maxlen: int = 10000,
         retry_for_s: float = 60.0,
         fleet_window_s: float = 7 * 86400.0,
+        switch_ports: dict[str, str] | None = None,
     ) -> None:
         if recent_limit < 1 or stream_maxlen < 1 or retry_for_s < 0 or fleet_window_s <= 0:
             raise ValueError("recent_limit, stream_maxlen must be >= 1, retry_for_s >= 0, fleet_window_s > 0")
@@ -171,6 +172,7 @@ class RedisVerdictSink:
         self._limits = (recent_limit, stream_maxlen)
         self._retry_for_s = retry_for_s
         self._fleet_window_s = fleet_window_s
+        self._switch_ports = dict(switch_ports or {})  # host port -> switch port (sinks/fleet.py)
         self._client = connect(url, name="faultstream-sink")
         self._apply = self._client.register_script(APPLY_VERDICT_LUA)
         self._buffer: list[_Write] = []
@@ -226,7 +228,7 @@ class RedisVerdictSink:
             recent_limit,
             stream_maxlen,
             self._keys.channel,
-            orjson.dumps(fleet_entries(verdict, self._keys)),
+            orjson.dumps(fleet_entries(verdict, self._keys, self._switch_ports)),
             int(self._fleet_window_s * 1000),
             max(1, int(self._fleet_window_s)),
             (verdict.get("root_symptom") or {}).get("symptom") or "",

@@ -117,7 +117,10 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     asyncio.run(ensure_topics(settings))
     ruleset = load_ruleset(settings.rules_dir)
     sink = RedisVerdictSink(
-        settings.redis_url, prefix=settings.redis_prefix, fleet_window_s=settings.fleet_window_s
+        settings.redis_url,
+        prefix=settings.redis_prefix,
+        fleet_window_s=settings.fleet_window_s,
+        switch_ports=_switch_ports(settings.fleet_switch_ports),
     )
     app = build_correlator_app(settings, ruleset, [sink])
     instrument_correlator(app, settings)
@@ -128,6 +131,18 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     )
     worker.execute_from_commandline()
     return 0
+
+
+def _switch_ports(path: Path | None) -> dict[str, str]:
+    """The cabling map for the fleet view: one YAML mapping of host port to switch port."""
+    if path is None:
+        return {}
+    import yaml
+
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}: fleet_switch_ports holds one mapping of host port: switch port")
+    return {str(host): str(switch) for host, switch in loaded.items()}
 
 
 def _attach_extractor(app, settings, ruleset) -> None:

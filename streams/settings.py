@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     #: Fleet view (verdict sink): a node's or pair's verdicts older than this (by job end, relative
     #: to its newest) drop out, and its keys expire after this long without a new verdict.
     fleet_window_s: float = Field(7 * 86400.0, gt=0)
+    #: Fleet view: a YAML file of host port -> switch port (``gpu003/mlx5_0:1: leaf-07/17``), for
+    #: the (host port, switch port) pairs when the log line names no switch port itself.
+    fleet_switch_ports: Path | None = None
 
     def topic(self, name: str) -> str:
         return f"{self.namespace}{name}"

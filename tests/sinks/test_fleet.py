@@ -35,8 +35,10 @@ def _root(symptom: str, node: str, captures: dict[str, str]) -> dict:
     }
 
 
-async def _apply(redis_url: str, prefix: str, *verdicts: dict, window_s: float = 7 * 86400) -> None:
-    sink = RedisVerdictSink(redis_url, prefix=prefix, fleet_window_s=window_s)
+async def _apply(
+    redis_url: str, prefix: str, *verdicts: dict, window_s: float = 7 * 86400, switch_ports: dict | None = None
+) -> None:
+    sink = RedisVerdictSink(redis_url, prefix=prefix, fleet_window_s=window_s, switch_ports=switch_ports)
     try:
         for verdict in verdicts:
             await sink.add(verdict)
@@ -108,6 +110,20 @@ def test_peers_named_by_survivors_and_the_failing_host_port_are_aggregated_acros
     assert {(p["left"], p["right"]) for p in report["peers"]} == {("gpu001", "gpu007"), ("gpu002", "gpu007")}
 
 
+def test_the_cabling_map_names_the_switch_port_a_line_does_not(redis_url, prefix):
+    verdict = make_verdict("job-1", nodes=["gpu003"])
+    verdict["root_symptom"] = _root("nic_link_down", "gpu003", {"device": "mlx5_0", "port": "1"})
+    named = make_verdict("job-2", nodes=["gpu004"])
+    named["root_symptom"] = _root("nic_link_down", "gpu004", {"device": "ib0", "switch_port": "leaf-2/5"})
+    cabling = {"gpu003/mlx5_0:1": "leaf-07/17", "gpu004/ib0": "leaf-9/9"}
+    run(_apply(redis_url, prefix, verdict, named, switch_ports=cabling))
+    ports = run(worst_pairs(redis_url, prefix, "port", top=10))
+    assert sorted((p.left, p.right) for p in ports) == [
+        ("gpu003/mlx5_0:1", "leaf-07/17"),
+        ("gpu004/ib0", "leaf-2/5"),
+    ]
+
+
 def test_verdicts_older_than_the_window_drop_out_and_the_sets_expire(redis_url, prefix, db):
     old = _not_responding("job-old", "gpu004", "2026-03-01T10:00:00Z")
     new = _not_responding("job-new", "gpu004", "2026-03-01T12:00:00Z")
@@ -129,3 +145,16 @@ def test_success_and_nodeless_verdicts_add_nothing(redis_url, prefix, db):
 def test_nodes_says_in_one_line_when_redis_does_not_answer(capsys):
     assert main(["nodes", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     assert capsys.readouterr().err.startswith("faultstream: cannot reach Redis at redis://127.0.0.1:1/0")
+
+
+def test_the_cabling_map_is_one_yaml_mapping_and_anything_else_is_refused(tmp_path):
+    import pytest
+
+    from streams.cli_pipeline import _switch_ports
+
+    cabling = tmp_path / "cabling.yaml"
+    cabling.write_text("gpu003/mlx5_0:1: leaf-07/17\ngpu003/mlx5_1:1: leaf-08/17\n", encoding="utf-8")
+    assert _switch_ports(cabling) == {"gpu003/mlx5_0:1": "leaf-07/17", "gpu003/mlx5_1:1": "leaf-08/17"}
+    cabling.write_text("- gpu003\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="one mapping of host port: switch port"):
+        _switch_ports(cabling)
