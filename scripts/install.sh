@@ -21,3 +21,10 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
 fi
+# Chromium (Debian's `chromium`) for the dashboard test: headless, it loads the page `faultstream
+# api` serves and keeps a screenshot (tests/api/test_stream_and_dashboard.py).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "[install] apt-get install chromium" >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >&2
+fi
