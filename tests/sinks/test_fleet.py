@@ -6,10 +6,12 @@ Real Redis, through the verdict sink's script; read back with sinks.fleet_reader
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from sinks.fleet_reader import node_finding, worst_nodes, worst_pairs
 from sinks.redis_verdicts import RedisVerdictSink
 from streams.cli import main
+from streams.cli_pipeline import _switch_ports
 from tests.sinks.verdicts import make_verdict, run
 
 
@@ -148,10 +150,6 @@ def test_nodes_says_in_one_line_when_redis_does_not_answer(capsys):
 
 
 def test_the_cabling_map_is_one_yaml_mapping_and_anything_else_is_refused(tmp_path):
-    import pytest
-
-    from streams.cli_pipeline import _switch_ports
-
     cabling = tmp_path / "cabling.yaml"
     cabling.write_text("gpu003/mlx5_0:1: leaf-07/17\ngpu003/mlx5_1:1: leaf-08/17\n", encoding="utf-8")
     assert _switch_ports(cabling) == {"gpu003/mlx5_0:1": "leaf-07/17", "gpu003/mlx5_1:1": "leaf-08/17"}
