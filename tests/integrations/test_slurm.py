@@ -38,6 +38,9 @@ if os.geteuid() != 0:
 
 @pytest.fixture
 def cluster(pipeline):
+    # Job output carries no time of its own: rsyslog stamps it when it reads it, and Slurm's end
+    # time is in whole seconds. A 5 s tail keeps a busy machine's read delay inside the run.
+    pipeline.grace_s = 5.0
     script = render_slurm_event_script(
         pipeline.workdir / "faultstream-slurm-event.py", pipeline.services.kafka, pipeline.namespace
     )
