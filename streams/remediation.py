@@ -168,7 +168,7 @@ class Remediator:
                     detail = f"cap: {cap} nodes per {window:g} s reached"
                     return [*records, facts.record(node, action, "refused", detail, self.execute)]
                 counted = True
-            record = await self._perform(facts, rule, node, action, now_s)
+            record = await self._perform(facts, node, action, now_s)
             if record.outcome in ("done", "dry_run"):
                 await self.redis.set(done_key, record.time, ex=DONE_TTL_S)
             records.append(record)
@@ -188,9 +188,7 @@ class Remediator:
         args = [int(now_s * 1000), int(self.policy.window_s * 1000), node, self.policy.max_nodes_per_window]
         return bool(await self._cap(keys=[f"{self.prefix}acted"], args=args))
 
-    async def _perform(
-        self, facts: _Facts, rule: PolicyRule, node: str, action: Action, now_s: float
-    ) -> ActionRecord:
+    async def _perform(self, facts: _Facts, node: str, action: Action, now_s: float) -> ActionRecord:
         values = facts.values(node)
         if action.exclude:
             detail = f"exclude {node} for {action.exclude.ttl_s} s"
