@@ -62,6 +62,16 @@ def missing_programs() -> list[str]:
     return [name for name in SLURM_PROGRAMS if shutil.which(name) is None]
 
 
+def node_name() -> str:
+    """The host name, as Slurm and rsyslog see it; "localhost" if the name does not resolve
+    (slurmctld must reach slurmd by it; slurmd is told its name with -N)."""
+    try:
+        socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "localhost"
+    return socket.gethostname()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -73,7 +83,7 @@ class SlurmCluster:
 
     def __init__(self, root: Path, event_script: Path, hooks: str = "jobcomp") -> None:
         self.root = root
-        self.host = socket.gethostname()
+        self.host = node_name()
         self.ctld_log = root / "slurmctld.log"
         self.jobs_dir = root / "job-output"
         self.conf = root / "slurm.conf"
@@ -91,7 +101,7 @@ class SlurmCluster:
                  "munge_socket": self.munge_socket}  # fmt: skip
         self.conf.write_text(SLURM_CONF.format(host=self.host, **paths, **ports))
         self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        self._spawn("slurmd", ["slurmd", "-D", "-f", str(self.conf)])
+        self._spawn("slurmd", ["slurmd", "-D", "-N", self.host, "-f", str(self.conf)])
         self.wait_until(lambda: self.node_state().startswith("IDLE"), 60, "the node to come up idle")
 
     def _start_munge(self) -> None:
