@@ -154,12 +154,10 @@ def test_prometheus_scraping_a_running_pipeline_sees_what_the_engine_saw(pipelin
         "sum(faultstream_verdicts_total) + (sum(faultstream_verdict_revisions_total) or vector(0))"
     )
     assert prometheus.by("sum by (result) (faultstream_sink_verdicts_total)", "result")["applied"] == emitted
-    # health: both workers up, each joined its group once, lag measured for both groups
+    # health: both workers up, each joined its group, lag measured for both groups
     assert prometheus.by("up", "job") == {"faultstream-extractor": 1.0, "faultstream-correlator": 1.0}
-    assert prometheus.by("sum by (stage) (faultstream_rebalances_total)", "stage") == {
-        "extractor": 1.0,
-        "correlator": 1.0,
-    }
+    rebalances = prometheus.by("sum by (stage) (faultstream_rebalances_total)", "stage")
+    assert set(rebalances) == {"extractor", "correlator"} and min(rebalances.values()) >= 1  # joined
     groups = set(prometheus.by("sum by (group) (faultstream_consumer_lag)", "group"))
     assert groups == {
         f"{pipeline.namespace}faultstream-extractor",
