@@ -2,7 +2,8 @@
 # The real programs the integration tests drive (docs/integrations.md): rsyslog with omkafka,
 # kcat, and a single-node Slurm with munge. Debian packages; idempotent: nothing is fetched when
 # every package is already installed, and `apt-get update` runs at most once.
-# Without root or apt-get it only says what is missing (those tests then skip, naming it).
+# Without root, apt-get or the network it only says what is missing (those tests then skip,
+# naming it).
 set -euo pipefail
 PACKAGES=(rsyslog rsyslog-kafka kcat slurmctld slurmd slurm-client munge)
 
@@ -21,7 +22,8 @@ if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
 fi
 echo "[install] apt-get install ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; then
-  apt-get update -q >&2
-  apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
+apt_install() { apt-get install -y -q --no-install-recommends "${missing[@]}" >&2; }
+# Only the integration tests need these: a failed install is reported, not fatal.
+if ! apt_install && ! { apt-get update -q >&2 && apt_install; }; then
+  echo "[install] WARNING: could not install ${missing[*]}; their tests will skip" >&2
 fi
