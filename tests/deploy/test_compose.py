@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from streams.remediation_policy import Policy
 from tests.conftest import REPO
 
 COMPOSE = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
@@ -64,8 +65,8 @@ def test_the_remediation_consumer_runs_in_dry_run_with_the_policy_compose_provid
     assert command[0] == "remediate" and "--execute" not in command  # dry-run is its default
     policy_path = command[command.index("--policy") + 1]
     (provided,) = [c for c in service["configs"] if c["target"] == policy_path]
-    policy = yaml.safe_load(COMPOSE["configs"][provided["source"]]["content"])
-    assert policy["rules"] and all(rule["actions"] for rule in policy["rules"])
+    policy = Policy.model_validate(yaml.safe_load(COMPOSE["configs"][provided["source"]]["content"]))
+    assert [rule.match.sub_domain for rule in policy.rules] == [["hardware"]]
 
 
 def test_every_mounted_config_exists_and_parses():
