@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from streams.remediation_policy import Policy
+from streams.remediation_policy import load_policy
 from tests.conftest import REPO
 
 COMPOSE = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
@@ -59,19 +59,18 @@ def test_scaled_workers_serve_metrics_that_prometheus_finds_by_service_name():
     assert discovered == {("extractor", int(port)), ("correlator", int(port))}
 
 
-def test_the_remediation_consumer_runs_in_dry_run_with_the_policy_compose_provides():
-    service = SERVICES["remediation"]
-    command = service["command"]
+def test_the_remediation_consumer_runs_in_dry_run_with_the_shipped_policy():
+    command = SERVICES["remediation"]["command"]
     assert command[0] == "remediate" and "--execute" not in command  # dry-run is its default
     policy_path = command[command.index("--policy") + 1]
-    (provided,) = [c for c in service["configs"] if c["target"] == policy_path]
-    policy = Policy.model_validate(yaml.safe_load(COMPOSE["configs"][provided["source"]]["content"]))
-    assert [rule.match.sub_domain for rule in policy.rules] == [["hardware"]]
+    (source,) = [source for name, source, target in _bind_mounts() if target == policy_path]
+    policy = load_policy(source)
+    assert policy.rules and all(rule.match.sub_domain == ["hardware"] for rule in policy.rules)
 
 
 def test_every_mounted_config_exists_and_parses():
     mounts = _bind_mounts()
-    assert {name for name, _, _ in mounts} == {"prometheus", "grafana"}
+    assert {name for name, _, _ in mounts} == {"prometheus", "grafana", "remediation"}
     for name, source, _ in mounts:
         assert source.exists(), f"{name} mounts {source}, which does not exist"
         files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else [source]
