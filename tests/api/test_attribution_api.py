@@ -311,3 +311,9 @@ def test_a_restarted_api_keeps_its_attributors_and_their_evidence(services, tmp_
     finally:
         first.stop()
         delete_prefix(services.redis, first.prefix)
+
+
+def test_the_running_api_serves_the_openapi_document_of_the_docs(api: RunningApi):
+    from streams.api.openapi import OPENAPI
+
+    assert api.call("GET", "/v2/openapi.json") == (200, OPENAPI)

@@ -86,14 +86,18 @@ def decided(services, tmp_path_factory):
     """The pipeline's verdicts for a GPU that fell off the bus and the hostile job, in Redis."""
     workdir = tmp_path_factory.mktemp("stream")
     running = Pipeline(services, workdir, f"tapi{os.getpid()}.")
-    recordings = [RECORDINGS / "xid79_one_of_sixteen.jsonl", _hostile_recording(workdir / "hostile.jsonl")]
+    recordings = [
+        RECORDINGS / "xid79_one_of_sixteen.jsonl",
+        RECORDINGS / "canonical_scheduler_nic_fatal.jsonl",  # a Kueue workload, kueue:ml/gpt-sft-7
+        _hostile_recording(workdir / "hostile.jsonl"),
+    ]
     expected = expected_verdicts(recordings, running.grace_s)
     running.extractor()
     running.correlator()
     try:
         running.load(*recordings)
         got = wait_for_verdicts(services.redis, running.prefix, expected)
-        assert set(got) >= {"4101", "4990"}, running.logs()
+        assert set(got) >= {"4101", "4990", "kueue:ml/gpt-sft-7"}, running.logs()
     finally:
         running.stop()
     api = RunningApi(services.redis, running.prefix, workdir)
@@ -114,6 +118,14 @@ def test_a_verdict_the_stream_decided_is_read_through_the_same_get_by_workload_i
     assert api.call("GET", "/v2/attributor/123456789/attribution")[0] == 404  # neither attributor nor workload
 
 
+def test_a_kueue_workload_the_stream_decided_is_read_by_its_id_with_the_slash_encoded(decided):
+    api, stored = decided
+    answer = api.attribution(quote("kueue:ml/gpt-sft-7", safe=""))
+
+    assert answer["workload_id"] == "kueue:ml/gpt-sft-7"
+    assert answer["verdict"] == stored["kueue:ml/gpt-sft-7"]["verdict"]
+
+
 def test_the_dashboard_filters_by_domain_node_and_time(decided):
     api, _ = decided
 
@@ -128,11 +140,9 @@ def test_the_dashboard_filters_by_domain_node_and_time(decided):
     assert ">4101<" in rows("until=2024-05-31T00:00:00Z") and ">4990<" not in rows("until=2024-05-31T00:00:00Z")
 
 
-@pytest.mark.skipif(
-    shutil.which("chromium") is None, reason="Debian chromium is not installed (scripts/install.sh)"
-)
 def test_headless_chromium_shows_the_pipelines_verdicts_and_log_html_only_as_text(decided):
     api, _ = decided
+    assert shutil.which("chromium"), "Debian chromium is missing: bash scripts/install.sh installs it"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
 
     listing = _chromium("--dump-dom", f"{api.web}/").stdout
