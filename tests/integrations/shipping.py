@@ -4,7 +4,9 @@ script publishing job records, and a wait for the verdicts they lead to."""
 from __future__ import annotations
 
 import asyncio
+import glob
 import importlib.util
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +34,14 @@ render_file = _deploy_renderer().render_file
 RSYSLOG_CONF = REPO / "deploy" / "rsyslog" / "faultstream.conf"
 SLURM_EVENT_SCRIPT = REPO / "deploy" / "slurm" / "faultstream-slurm-event.py"
 HOST = socket.gethostname()
+
+
+def missing_shippers() -> list[str]:
+    """What the rsyslog tests need and this machine lacks (scripts/install-integrations.sh)."""
+    missing = [program for program in ("rsyslogd", "kcat") if shutil.which(program) is None]
+    if not glob.glob("/usr/lib*/rsyslog/omkafka.so") + glob.glob("/usr/lib/*/rsyslog/omkafka.so"):
+        missing.append("rsyslog-kafka (omkafka)")
+    return missing
 
 
 def rfc3339_now() -> str:

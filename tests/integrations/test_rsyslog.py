@@ -3,7 +3,6 @@ real rsyslogd tailing files, real Kafka, real Redis (docs/integrations.md, rsysl
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from tests.integrations.shipping import (
     HOST,
     Rsyslog,
+    missing_shippers,
     render_slurm_event_script,
     rfc3339_now,
     run_slurm_event_script,
@@ -19,7 +19,7 @@ from tests.integrations.shipping import (
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-if missing := [program for program in ("rsyslogd", "kcat") if shutil.which(program) is None]:
+if missing := missing_shippers():
     pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
 
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=48211, name=python, GPU has fallen off the bus."

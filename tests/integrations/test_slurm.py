@@ -6,13 +6,18 @@ the node drained by `faultstream remediate` (docs/integrations.md, Slurm and rem
 from __future__ import annotations
 
 import os
-import shutil
 import uuid
 
 import pytest
 
 from streams.normalize import normalize_record
-from tests.integrations.shipping import Rsyslog, render_slurm_event_script, rfc3339_now, wait_for
+from tests.integrations.shipping import (
+    Rsyslog,
+    missing_shippers,
+    render_slurm_event_script,
+    rfc3339_now,
+    wait_for,
+)
 from tests.integrations.slurm_cluster import SlurmCluster, missing_programs
 from tests.pipeline.results import read_topic
 
@@ -30,7 +35,7 @@ rules:
       - command: [scontrol, update, "NodeName={node}", State=DRAIN, "Reason={reason}"]
 """
 
-if missing := missing_programs() + [p for p in ("rsyslogd", "kcat") if shutil.which(p) is None]:
+if missing := missing_programs() + missing_shippers():
     pytest.skip(f"not installed: {', '.join(missing)} (install-integrations.sh)", allow_module_level=True)
 if os.geteuid() != 0:
     pytest.skip("the test cluster runs slurmd as root (SlurmdUser=root)", allow_module_level=True)
