@@ -141,8 +141,12 @@ class Remediator:
         end_ms = _job_end_ms(verdict)
         if end_ms is not None and now_s - end_ms / 1000 > self.policy.max_verdict_age_s:
             return f"stale: the job ended {now_s - end_ms / 1000:.0f} s ago (max_verdict_age_s)"
-        if not verdict.get("responsible_nodes"):
+        nodes = verdict.get("responsible_nodes") or []
+        if not nodes:
             return "no responsible node"
+        most = rule.match.max_responsible_nodes
+        if most is not None and len(set(nodes)) > most:
+            return f"{len(set(nodes))} responsible nodes, more than max_responsible_nodes {most}"
         return None
 
     async def _handle_node(

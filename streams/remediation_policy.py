@@ -42,6 +42,9 @@ class Match(_Strict):
     sub_domain: list[str] = ["hardware"]
     root_symptom: list[str] | None = None  # None: any
     uncertainty: list[str | None] = Field(default_factory=lambda: list(_DEFAULT_UNCERTAINTY))
+    #: a verdict blaming more nodes than this at once is refused: many nodes failing together
+    #: is more likely one shared cause (a switch, a filesystem) than many broken nodes. None: any
+    max_responsible_nodes: int | None = Field(None, ge=1)
     #: act once this many distinct workloads blamed the node within ``repeat_window_s`` (this one included)
     min_repeats: int = Field(1, ge=1)
     repeat_window_s: float = Field(86400.0, gt=0)

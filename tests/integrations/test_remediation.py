@@ -184,6 +184,16 @@ def test_only_hardware_without_doubt_is_acted_on_by_default(services, tmp_path):
     assert sorted(call[0] for call in calls_made(calls)) == ["NodeName=gpu003", "NodeName=gpu004"]
 
 
+def test_a_verdict_blaming_more_nodes_than_the_rule_allows_is_refused_whole(services, tmp_path):
+    calls = tmp_path / "calls.jsonl"
+    remediation = Remediation(services.redis, policy(calls, match={"max_responsible_nodes": 2}), execute=True)
+    many = hardware_verdict("6100", ["gpu001", "gpu002", "gpu003"], uncertainty_type="multiple_nodes")
+    records = remediation.handle(many)
+    assert outcomes(records) == [(None, None, "refused")]
+    assert records[0]["detail"] == "3 responsible nodes, more than max_responsible_nodes 2"
+    assert calls_made(calls) == []
+
+
 def test_with_min_repeats_the_second_blaming_job_drains_the_node(services, tmp_path):
     calls = tmp_path / "calls.jsonl"
     remediation = Remediation(services.redis, policy(calls, match={"min_repeats": 2}), execute=True)
