@@ -26,7 +26,7 @@ CUDA_VERSION = (
 WATCHDOG = re.compile(r"Watchdog caught collective operation timeout")
 WATCHDOG_TIMEOUT = (
     re.compile(r"Timeout\(ms\)=(\d+)"),
-    re.compile(r"ran for (\d+) milliseconds before timing out"),
+    re.compile(r"ran for (\d+) milliseconds"),
 )
 PEER = (
     re.compile(r"Got completion from peer (?P<peer>[0-9A-Za-z.:\-]+?)(?:<\d+>)? with"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -63,24 +63,26 @@ class AttributorEvidence:
     observations: list[StoredObservation]
 
 
-def _ms(moment: datetime | str | None) -> int | None:
+def _ms(moment: datetime | str | None, zone: tzinfo = UTC) -> int | None:
+    """Epoch ms; a time without a zone is in the workload's ``timezone`` (UTC unless told)."""
     if moment is None:
         return None
     if isinstance(moment, str):
         moment = datetime.fromisoformat(moment)
-    if moment.tzinfo is None:  # a time without a zone is UTC, as everywhere in Faultstream
-        moment = moment.replace(tzinfo=UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
     return int(moment.timestamp() * 1000)
 
 
 def line_time_ms(line: dict[str, Any], observation: StoredObservation, workload: Workload) -> int:
     """A line's own time; else the observation's interval end, kept inside the job's run (an
     operator fetches a job's logs up to "now", long after it ended); else the job's end."""
-    own = _ms(line.get("time"))
+    zone = workload.zone
+    own = _ms(line.get("time"), zone)
     if own is not None:
         return own
-    start, end = _ms(workload.job_start_time), _ms(workload.job_end_time)
-    moment = _ms(observation.interval_end) or end or observation.accepted_ms
+    start, end = _ms(workload.job_start_time, zone), _ms(workload.job_end_time, zone)
+    moment = _ms(observation.interval_end, zone) or end or observation.accepted_ms
     if end is not None:
         moment = min(moment, end)
     if start is not None:
@@ -97,7 +99,7 @@ def _scheduler_records(workload: Workload) -> tuple[list[dict], list[dict]]:
         **({"user": workload.username} if workload.username else {}),
         **({"name": workload.name} if workload.name else {}),
     }
-    start_ms, end_ms = _ms(workload.job_start_time), _ms(workload.job_end_time)
+    start_ms, end_ms = _ms(workload.job_start_time, workload.zone), _ms(workload.job_end_time, workload.zone)
     before, after = [], []
     if start_ms is not None:
         value = {"type": "job_start", "time": start_ms / 1000, **common}

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
@@ -76,6 +77,23 @@ class Workload(_Lenient):
         if state is None:
             raise ValueError(f"unknown status {value!r}; expected one of {sorted(set(STATUS_ALIASES))}")
         return state
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(
+                    f"unknown timezone {value!r}; expected an IANA name such as UTC or Europe/Paris"
+                ) from exc
+        return value or None
+
+    @property
+    def zone(self) -> tzinfo:
+        """The zone of the times that carry none (the workload's, the lines'): UTC unless told."""
+        return ZoneInfo(self.timezone) if self.timezone else UTC
 
     @field_validator("nodes")
     @classmethod

@@ -94,8 +94,15 @@ class AttributorStore:
         index = f"{self.prefix}attributors"
         total = await self.client.zcard(index)
         ids = [int(raw) for raw in await self.client.zrange(index, offset, offset + limit - 1)]
-        found = [await self.get(attributor_id) for attributor_id in ids]
-        return total, [a for a in found if a is not None]
+        if not ids:
+            return total, []
+        blobs = await self.client.mget([self._attributor_key(attributor_id) for attributor_id in ids])
+        # one deleted between the two reads is skipped, not an error
+        return total, [
+            StoredAttributor(attributor_id, data["request"], data["created_ms"])
+            for attributor_id, blob in zip(ids, blobs, strict=True)
+            if blob is not None and (data := orjson.loads(blob))
+        ]
 
     async def add_observation(
         self, attributor_id: int, source: str, interval: tuple[str | None, str | None], lines: list[dict]

@@ -317,3 +317,28 @@ def test_the_running_api_serves_the_openapi_document_of_the_docs(api: RunningApi
     from streams.api.openapi import OPENAPI
 
     assert api.call("GET", "/v2/openapi.json") == (200, OPENAPI)
+
+
+def test_times_without_a_zone_are_in_the_workloads_timezone(api: RunningApi):
+    paris = {**TWO_NODE_SLURM_JOB, "id": "4246", "timezone": "Europe/Paris"}
+    paris.update(job_start_time="2025-03-01T11:00:00", job_end_time="2025-03-01T12:01:00")  # 10:00Z .. 11:01Z
+    attributor = api.create(paris)
+    api.observe(attributor, "dmesg", [on("node-b", XID_79, "2025-03-01T11:50:00")])
+
+    answer = api.attribution(attributor)
+
+    assert answer["verdict"]["root_symptom"]["source"]["time"] == "2025-03-01T10:50:00.000Z"
+    assert answer["faultstream"]["job"]["start"] == "2025-03-01T10:00:00.000Z"
+    status, error = api.call("POST", "/v2/attributor", {"workload": {**paris, "timezone": "Mars/Olympus"}})
+    assert status == 422 and "timezone" in error["detail"]
+
+
+def test_a_workload_that_has_not_ended_has_no_attribution_yet(api: RunningApi):
+    running = {**KUEUE_PYTORCH_JOB, "id": "still-running", "status": "running", "job_end_time": None}
+    attributor = api.create(running)
+    api.observe(attributor, "applog", [on("node-a", "[rank 0] RuntimeError: CUDA out of memory")])
+
+    status, error = api.call("GET", f"/v2/attributor/{attributor}/attribution")
+
+    assert status == 409
+    assert error["detail"] == "the workload has not ended: set job_end_time and a terminal status"
