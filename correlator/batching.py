@@ -30,7 +30,9 @@ class BatchContribution:
 def _collapse(symptoms: list[Symptom], by_workload: bool) -> list[EvidenceGroup]:
     groups: dict[tuple, EvidenceGroup] = {}
     for symptom in symptoms:
-        key = (symptom.workload_id if by_workload else None, *group_key(symptom))
+        # a workload's lines apart per claiming host: correlator/claims.py judges each host
+        key = (symptom.workload_id, symptom.claimed_from) if by_workload else (None, None)
+        key = (*key, *group_key(symptom))
         group = groups.get(key)
         if group is None:
             groups[key] = EvidenceGroup.start(symptom)

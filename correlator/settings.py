@@ -19,6 +19,10 @@ class CorrelatorSettings:
     idle_retention_s: float = 7200.0
     #: How long after its verdict late evidence may still revise it.
     revision_horizon_s: float = 3600.0
+    #: Hosts whose lines may name any job in their text (the scheduler's own: slurmctld's host).
+    #: A job id read from any other line counts only when the line comes from one of the job's
+    #: nodes (correlator/claims.py).
+    scheduler_hosts: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.tail_s > self.grace_s:

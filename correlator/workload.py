@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from correlator.evidence import EvidenceGroup, GroupKey, group_key
+from extractors.symptom import Symptom
 from streams.records import JobEvent
 
 __all__ = ["WorkloadRun"]
@@ -51,7 +52,7 @@ class WorkloadRun:
                 self.info[name] = value
 
     def add_direct(self, incoming: EvidenceGroup) -> None:
-        key = group_key(incoming.first)
+        key = direct_key(incoming.first)
         group = self.direct.get(key)
         if group is None:
             self._keep_direct(key, incoming.copy())
@@ -102,4 +103,13 @@ class WorkloadRun:
     def load_direct(self, groups: Iterable[EvidenceGroup]) -> None:
         """Direct groups read back from storage (each key once)."""
         for group in groups:
-            self._keep_direct(group_key(group.first), group)
+            self._keep_direct(direct_key(group.first), group)
+
+
+def direct_key(symptom: Symptom) -> GroupKey:
+    """A direct group's key: lines that claim the workload from different hosts stay apart, so
+    a claim the correlator ignores can never take the place of one it keeps."""
+    node, rule_id, entity, slot = group_key(symptom)
+    if symptom.claimed_from is not None:
+        entity = (*entity, f"claimed_from={symptom.claimed_from}")
+    return node, rule_id, entity, slot

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from correlator.claims import ClaimCheck
 from correlator.decide import decide
 from correlator.evidence import EvidenceGroup
 from correlator.node_side import MAX_RUN_MS, NodeEvidence
@@ -119,6 +120,7 @@ class WorkloadCorrelator:
         self.ruleset = ruleset
         self.settings = settings
         self.rules_by_id = {r.id: r for r in ruleset.symptom_rules}
+        self.claims = ClaimCheck(settings.scheduler_hosts)
         self.states: dict[str, WorkloadState] = states if states is not None else {}
         self.touched: set[str] = set()  # workloads whose run record changed
         #: (workload, node) records changed or dropped: the storage writes what each now holds
@@ -167,6 +169,9 @@ class WorkloadCorrelator:
     def on_direct_group(self, group: EvidenceGroup) -> list[Verdict]:
         """Symptoms whose lines name this workload themselves, wherever they were logged."""
         state = self.state(group.first.workload_id or "", touch=False)
+        if state.run.nodes and not self.claims.may_name(group, state.run.nodes):
+            self.claims.count_ignored(group)  # a line naming a job its host did not run
+            return []
         node = group.node or ""
         if node not in state.run.nodes and node not in state.stored_nodes():
             self.touched.add(state.run.workload_id)  # the run record lists nodes outside the run
@@ -234,6 +239,7 @@ class WorkloadCorrelator:
             self.touched.add(run.workload_id)
         groups = [g for e in sorted(state.evidence.values(), key=lambda e: e.node) for g in e.groups]
         groups += [group for _, group in sorted(run.direct.items())]  # the order storage cannot change
+        groups = self._drop_foreign_claims(run, groups, count=run.revision == 0)
         lines = sum(e.lines for e in state.evidence.values()) + run.direct_lines
         verdict = decide(run, groups, self.ruleset, self.rules_by_id, lines)
         digest = _digest(verdict, sorted(state.evidence))
@@ -243,6 +249,17 @@ class WorkloadCorrelator:
         run.last_verdict_digest = digest
         self.touched.add(run.workload_id)
         return [verdict.model_copy(update={"revision": run.revision})]
+
+    def _drop_foreign_claims(
+        self, run: WorkloadRun, groups: list[EvidenceGroup], count: bool
+    ) -> list[EvidenceGroup]:
+        """Claims stored before the run's nodes were known are judged now (counted once)."""
+        kept = [g for g in groups if self.claims.may_name(g, run.nodes)]
+        if count and len(kept) < len(groups):
+            for group in groups:
+                if not self.claims.may_name(group, run.nodes):
+                    self.claims.count_ignored(group)
+        return kept
 
     def expire(self, watermark_ms: int) -> None:
         horizon = int(self.settings.revision_horizon_s * 1000)

@@ -60,6 +60,11 @@ class CompiledRule:
     def symptom(self, line: LineLike, captures: dict[str, str]) -> Symptom:
         rule = self.rule
         node = captures.get(rule.node_capture) if rule.node_capture else None
+        workload_id, claimed_from = line.workload_id, None
+        if not workload_id:
+            workload_id = job_reference(line.text)
+            if workload_id is not None:
+                claimed_from = line.host or ""
         return Symptom(
             rule_id=rule.id,
             symptom=rule.symptom,
@@ -73,9 +78,10 @@ class CompiledRule:
             source=line.source,
             line=line.text,
             origin=line.origin,
-            workload_id=line.workload_id or job_reference(line.text),
+            workload_id=workload_id,
             captures=captures,
             entity=tuple(captures.get(name, "") for name in rule.entity),
+            claimed_from=claimed_from,
         )
 
 

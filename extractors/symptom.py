@@ -38,9 +38,13 @@ class Symptom:
     workload_id: str | None = None
     captures: dict[str, str] = field(default_factory=dict)
     entity: tuple[str, ...] = ()
+    #: Set when ``workload_id`` was read from the line's text (a ``JobId=`` anyone can write):
+    #: the host the line came from (``""`` for none), which the correlator checks against the
+    #: workload's nodes and the scheduler hosts. ``None`` when the record's fields named it.
+    claimed_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "rule_id": self.rule_id,
             "symptom": self.symptom,
             "domain": self.domain,
@@ -57,6 +61,9 @@ class Symptom:
             "captures": self.captures,
             "entity": list(self.entity),
         }
+        if self.claimed_from is not None:  # absent in most records: they stay as they were
+            data["claimed_from"] = self.claimed_from
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Symptom:

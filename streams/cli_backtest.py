@@ -55,9 +55,12 @@ def _check_inputs(paths: list[Path]) -> None:
 
 
 def run_backtest(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from correlator.settings import CorrelatorSettings
     from extractors.loader import load_ruleset
     from streams.backtest import backtest, default_workers, latest_revisions
+    from streams.settings import load_settings
     from streams.verdict_table import verdict_table
 
     _check_inputs(args.input)
@@ -67,6 +70,8 @@ def run_backtest(args: argparse.Namespace) -> int:
         if args.grace is None
         else CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
     )
+    # the scheduler hosts are the site's, as the live pipeline has them (FAULTSTREAM_SCHEDULER_HOSTS)
+    settings = replace(settings, scheduler_hosts=load_settings().correlator_settings().scheduler_hosts)
     if args.baseline is not None:
         return _diff_against_baseline(args, ruleset, settings)
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout

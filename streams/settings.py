@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import ssl
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from correlator.settings import CorrelatorSettings
 
@@ -56,6 +56,10 @@ class Settings(BaseSettings):
     grace_s: float = 30.0
     tail_s: float = 30.0
     lookback_s: float = 300.0
+    #: Hosts whose log lines may name any job in their text: the scheduler's own (slurmctld's
+    #: host). Other lines name a job only from its nodes (correlator/claims.py). Comma-separated
+    #: in the environment.
+    scheduler_hosts: Annotated[tuple[str, ...] | None, NoDecode] = None
     #: Extractor: records per fetch and the longest wait for a batch to fill.
     batch_max_records: int = 5000
     batch_timeout_ms: int = 200
@@ -77,6 +81,13 @@ class Settings(BaseSettings):
     #: the (host port, switch port) pairs when the log line names no switch port itself.
     fleet_switch_ports: Path | None = None
 
+    @field_validator("scheduler_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(host.strip() for host in value.split(",") if host.strip())
+        return value
+
     def topic(self, name: str) -> str:
         return f"{self.namespace}{name}"
 
@@ -90,7 +101,12 @@ class Settings(BaseSettings):
         }
 
     def correlator_settings(self) -> CorrelatorSettings:
-        return CorrelatorSettings(lookback_s=self.lookback_s, tail_s=self.tail_s, grace_s=self.grace_s)
+        return CorrelatorSettings(
+            lookback_s=self.lookback_s,
+            tail_s=self.tail_s,
+            grace_s=self.grace_s,
+            scheduler_hosts=frozenset(self.scheduler_hosts or ()),
+        )
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if "SSL" not in self.kafka_security_protocol:

@@ -20,6 +20,8 @@ from tests.golden import shapes as s
 DAY_MS = 86_400_000
 BASE_MS = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 RECORDINGS = Path(__file__).parent / "recordings"
+#: The stories' Slurm controller: its lines may name any job (correlator/claims.py).
+SCHEDULER_HOSTS = frozenset({"slurmctl01"})
 
 
 @dataclass

@@ -14,8 +14,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from correlator.settings import CorrelatorSettings
 from streams.backtest import backtest, latest_revisions
-from tests.golden.stories import BASE_MS, DAY_MS, RECORDINGS, STORIES
+from tests.golden.stories import BASE_MS, DAY_MS, RECORDINGS, SCHEDULER_HOSTS, STORIES
 
 EXPECTED = Path(__file__).parent / "expected"
 BUILT = {make.__name__: make(BASE_MS + i * DAY_MS) for i, make in enumerate(STORIES)}
@@ -28,7 +29,9 @@ def _verdict_json(verdict) -> dict:
 @pytest.mark.parametrize("name", sorted(BUILT))
 def test_story_gives_its_expected_verdict(name, bundled_ruleset):
     story = BUILT[name]
-    result = backtest(RECORDINGS / f"{name}.jsonl", bundled_ruleset)
+    result = backtest(
+        RECORDINGS / f"{name}.jsonl", bundled_ruleset, CorrelatorSettings(scheduler_hosts=SCHEDULER_HOSTS)
+    )
     verdicts = latest_revisions(result.verdicts)
     assert len(verdicts) == 1, f"{name}: expected one verdict, got {[v.workload_id for v in verdicts]}"
     verdict = verdicts[0]

@@ -1,0 +1,94 @@
+"""A log line cannot steer another workload's verdict (issue 11).
+
+slurmctld writes ``Killing JobId=42 on failed node gpu003`` when it kills a job for a node it
+lost, and the bundled rule blames that node: the verdict can drain it. Anyone who can write one
+syslog line on any node can write the same words (``logger -t slurmctld ...``). A job id read
+from a line's text names the job only when the line comes from one of the job's nodes or from a
+configured scheduler host; any other such line is ignored for that job and counted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from correlator.engine import AttributionEngine
+from correlator.settings import CorrelatorSettings
+from streams.records import JobEvent, LogLine
+
+T0 = 1_714_557_600_000
+JOB_NODES = ("gpu001", "gpu002", "gpu003", "gpu004")
+CONTROLLER = "slurmctl01"
+ATTACKER = "gpu099"  # a node of some other job
+FORGED = "slurmctld[1822]: Killing JobId=42 on failed node gpu003"
+
+
+def syslog(host: str, seconds: float, text: str = FORGED) -> LogLine:
+    return LogLine(text, host, T0 + int(seconds * 1000), "syslog", f"test:{host}:{seconds}")
+
+
+def start() -> JobEvent:
+    return JobEvent(kind="job_start", workload_id="42", time_ms=T0, nodes=JOB_NODES)
+
+
+def end() -> JobEvent:
+    return JobEvent(
+        kind="job_end", workload_id="42", time_ms=T0 + 200_000, nodes=JOB_NODES, state="FAILED", start_ms=T0
+    )
+
+
+@pytest.fixture
+def engine(bundled_ruleset) -> AttributionEngine:
+    settings = CorrelatorSettings(grace_s=30, tail_s=30, scheduler_hosts=frozenset({CONTROLLER}))
+    return AttributionEngine(bundled_ruleset, settings)
+
+
+def decide(engine: AttributionEngine, batches: list[tuple[list[LogLine], list[JobEvent]]]):
+    verdicts = []
+    for lines, events in batches:
+        verdicts += engine.feed(lines, events)
+    [verdict] = [*verdicts, *engine.flush()]
+    return verdict
+
+
+def test_the_controllers_line_blames_the_node_it_names(engine):
+    verdict = decide(engine, [([], [start()]), ([syslog(CONTROLLER, 100)], []), ([], [end()])])
+    assert verdict.responsible_nodes == ["gpu003"]
+    assert engine.workloads.claims.ignored_lines == {}
+
+
+def test_the_same_line_forged_on_another_jobs_node_is_ignored_and_counted(engine):
+    verdict = decide(engine, [([], [start()]), ([syslog(ATTACKER, 100)], []), ([], [end()])])
+    assert verdict.responsible_nodes == []
+    assert verdict.sub_domain == "unattributed"
+    assert engine.workloads.claims.ignored_lines == {ATTACKER: 1}
+
+
+def test_a_forged_line_before_the_scheduler_named_the_nodes_is_ignored_too(engine):
+    # a start record without nodes (the end record names them): the lines are judged at decision
+    no_nodes_yet = JobEvent(kind="job_start", workload_id="42", time_ms=T0, nodes=())
+    lines = [syslog(ATTACKER, 100), syslog(ATTACKER, 101)]
+    verdict = decide(engine, [([], [no_nodes_yet]), (lines, []), ([], [end()])])
+    assert verdict.responsible_nodes == []
+    assert engine.workloads.claims.ignored_lines == {ATTACKER: 2}
+
+
+def test_a_forged_earlier_line_does_not_take_the_place_of_the_controllers(engine):
+    # same rule, node and minute: the forged line must not become the group's proof and drag the
+    # controller's genuine line down with it
+    lines = [syslog(ATTACKER, 99), syslog(CONTROLLER, 100)]
+    verdict = decide(engine, [([], [start()]), (lines, []), ([], [end()])])
+    assert verdict.responsible_nodes == ["gpu003"]
+    assert verdict.root_symptom.origin == f"test:{CONTROLLER}:100"
+    assert engine.workloads.claims.ignored_lines == {ATTACKER: 1}
+
+
+def test_a_job_id_in_a_line_from_one_of_the_jobs_own_nodes_still_counts(engine):
+    verdict = decide(engine, [([], [start()]), ([syslog("gpu001", 100)], []), ([], [end()])])
+    assert verdict.responsible_nodes == ["gpu003"]
+
+
+def test_without_configured_scheduler_hosts_the_controllers_line_is_a_foreign_claim(bundled_ruleset):
+    engine = AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30))
+    verdict = decide(engine, [([], [start()]), ([syslog(CONTROLLER, 100)], []), ([], [end()])])
+    assert verdict.responsible_nodes == []
+    assert engine.workloads.claims.ignored_lines == {CONTROLLER: 1}
