@@ -29,7 +29,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run_api(args: argparse.Namespace) -> int:
-    from sinks.redis_client import check_url
+    from sinks.redis_client import RedisError, check_url
     from sinks.redis_keys import redacted
     from streams.api.server import ApiSettings, serve
     from streams.cli import UsageError
@@ -48,7 +48,10 @@ def run_api(args: argparse.Namespace) -> int:
         rules=args.rules,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    asyncio.run(_until_signalled(serve(settings)))
+    try:
+        asyncio.run(_until_signalled(serve(settings)))
+    except RedisError as exc:
+        raise UsageError(f"cannot reach Redis at {redacted(url)}: {exc}") from exc
     return 0
 
 
