@@ -55,7 +55,7 @@ class AttributionEngine:
     def extract(self, lines: Sequence[LogLine]) -> tuple[BatchContribution, int | None]:
         """Extract and collapse a batch (the part a worker process can do): what it contributes,
         and its latest event time."""
-        symptoms = self.matcher.extract_batch(lines)
+        symptoms = self.workloads.claims.keep_own_nodes(self.matcher.extract_batch(lines))
         self.stats.lines += len(lines)
         self.stats.symptoms += len(symptoms)
         self.stats.by_rule.update(s.rule_id for s in symptoms)

@@ -23,6 +23,10 @@ __all__ = ["CONFIRM_CHARS", "CompiledRule", "compile_rules", "job_reference"]
 #: test_regex_safety.py times every pattern on hostile lines of this length).
 CONFIRM_CHARS = 8192
 
+#: Sources of the lines synthesized from the scheduler topic: what they name is the scheduler's
+#: word, never a claim (correlator/claims.py).
+SCHEDULER_FEED_SOURCES = frozenset({"scheduler", "k8s"})
+
 _JOB_REF = re.compile(
     r"\b(?:JobId=|JOB |STEP |StepId=|job_id=|SLURM_JOB_ID=)(?:\d+_\d+\((?P<raw>\d+)\)|(?P<id>\d+))", re.ASCII
 )
@@ -60,11 +64,13 @@ class CompiledRule:
     def symptom(self, line: LineLike, captures: dict[str, str]) -> Symptom:
         rule = self.rule
         node = captures.get(rule.node_capture) if rule.node_capture else None
-        workload_id, claimed_from = line.workload_id, None
+        workload_id, named_in_text = line.workload_id, False
         if not workload_id:
             workload_id = job_reference(line.text)
-            if workload_id is not None:
-                claimed_from = line.host or ""
+            named_in_text = workload_id is not None
+        named_in_text = named_in_text or bool(node and node != line.host)
+        trusted_feed = line.source in SCHEDULER_FEED_SOURCES
+        claimed_from = (line.host or "") if named_in_text and not trusted_feed else None
         return Symptom(
             rule_id=rule.id,
             symptom=rule.symptom,

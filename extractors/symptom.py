@@ -38,9 +38,10 @@ class Symptom:
     workload_id: str | None = None
     captures: dict[str, str] = field(default_factory=dict)
     entity: tuple[str, ...] = ()
-    #: Set when ``workload_id`` was read from the line's text (a ``JobId=`` anyone can write):
-    #: the host the line came from (``""`` for none), which the correlator checks against the
-    #: workload's nodes and the scheduler hosts. ``None`` when the record's fields named it.
+    #: Set when the line's text named the workload (a ``JobId=``) or another node than its own
+    #: (``Nodes gpu003 not responding``), words anyone can write: the host the line came from
+    #: (``""`` for none), judged by correlator/claims.py. ``None`` when the record's fields or
+    #: the scheduler topic named them.
     claimed_from: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

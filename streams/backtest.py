@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from correlator.batching import BatchContribution, collapse_batch
+from correlator.claims import ClaimCheck
 from correlator.engine import AttributionEngine
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
@@ -93,12 +94,16 @@ def _normalize(first: int, block: bytes) -> tuple[int, list[LogLine], list[JobEv
 
 
 _MATCHER: HyperscanMatcher | ReferenceMatcher | None = None
+_CLAIMS = ClaimCheck(())
 
 
-def _worker_init(ruleset: Ruleset, reference: bool = False) -> None:
-    global _MATCHER
+def _worker_init(
+    ruleset: Ruleset, reference: bool = False, scheduler_hosts: frozenset[str] = frozenset()
+) -> None:
+    global _MATCHER, _CLAIMS
     # one database and scratch space per process; the re reference matcher for comparisons
     _MATCHER = ReferenceMatcher(ruleset) if reference else HyperscanMatcher(ruleset)
+    _CLAIMS = ClaimCheck(scheduler_hosts)
     relax_for_batches()
 
 
@@ -106,21 +111,23 @@ def _extract(job: tuple[int, bytes]) -> _Extracted:
     first, block = job
     assert _MATCHER is not None
     records, lines, events, dead = _normalize(first, block)
-    symptoms = _MATCHER.extract_batch(lines)
+    symptoms = _CLAIMS.keep_own_nodes(_MATCHER.extract_batch(lines))
     latest = max((line.time_ms for line in lines), default=None)
     by_rule = Counter(s.rule_id for s in symptoms)
     return _Extracted(records, len(lines), events, collapse_batch(lines, symptoms), latest, dead, by_rule)
 
 
 def _extracted_batches(
-    path: Path, ruleset: Ruleset, workers: int, size: int, reference: bool
+    path: Path, ruleset: Ruleset, workers: int, size: int, reference: bool, scheduler_hosts: frozenset[str]
 ) -> Iterator[_Extracted]:
     if workers <= 1:
-        _worker_init(ruleset, reference)
+        _worker_init(ruleset, reference, scheduler_hosts)
         yield from map(_extract, _raw_blocks(path, size))
         return
     context = multiprocessing.get_context("fork")
-    with context.Pool(workers, initializer=_worker_init, initargs=(ruleset, reference)) as pool:
+    with context.Pool(
+        workers, initializer=_worker_init, initargs=(ruleset, reference, scheduler_hosts)
+    ) as pool:
         yield from pool.imap(_extract, _raw_blocks(path, size), chunksize=1)
 
 
@@ -147,7 +154,8 @@ def backtest(
     engine = AttributionEngine(ruleset, settings, matcher=_NoMatcher())
     result = BacktestResult([], [], engine=engine)
     started = time.perf_counter()
-    for extracted in _extracted_batches(path, ruleset, workers, batch_bytes, reference_matcher):
+    hosts = engine.settings.scheduler_hosts
+    for extracted in _extracted_batches(path, ruleset, workers, batch_bytes, reference_matcher, hosts):
         result.records += extracted.records
         result.dead_letters += extracted.dead
         engine.stats.lines += extracted.lines

@@ -21,6 +21,7 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from correlator.batching import BatchContribution, collapse_batch
+from correlator.claims import ClaimCheck
 from correlator.evidence import EvidenceGroup
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
@@ -62,6 +63,7 @@ class ExtractorWorker:
         self.settings = settings
         self.topics = Topics.from_settings(settings)
         self.matcher = HyperscanMatcher(ruleset)
+        self.claims = ClaimCheck(settings.scheduler_hosts or ())
         self.group_id = group_id or f"{settings.namespace}faultstream-extractor"
         self.stats = ExtractorStats()
         self.watermark_ms = 0
@@ -160,7 +162,7 @@ class ExtractorWorker:
             lines_by_topic[record.topic] = lines_by_topic.get(record.topic, 0) + len(normalized.lines)
             events += normalized.events
             out.dead += normalized.dead
-        symptoms = self.matcher.extract_batch(lines)
+        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(lines))
         self._route(collapse_batch(lines, symptoms), events, out)
         self._count(records, lines, symptoms, out)
         metrics.count_extracted_batch(

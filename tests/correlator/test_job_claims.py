@@ -1,4 +1,4 @@
-"""A log line cannot steer another workload's verdict (issue 11).
+"""A log line cannot steer another workload's verdict (issue 11); correlator/claims.py.
 
 slurmctld writes ``Killing JobId=42 on failed node gpu003`` when it kills a job for a node it
 lost, and the bundled rule blames that node: the verdict can drain it. Anyone who can write one
@@ -92,3 +92,42 @@ def test_without_configured_scheduler_hosts_the_controllers_line_is_a_foreign_cl
     verdict = decide(engine, [([], [start()]), ([syslog(CONTROLLER, 100)], []), ([], [end()])])
     assert verdict.responsible_nodes == []
     assert engine.workloads.claims.ignored_lines == {CONTROLLER: 1}
+
+
+# A line naming another node than its own, with no job id: it would land on whatever job ran on
+# the named node.
+NOT_RESPONDING = "slurmctld[1822]: error: Nodes gpu003 not responding, setting DOWN"
+
+
+def test_a_forged_not_responding_line_does_not_blame_the_node_it_names(engine):
+    line = syslog(ATTACKER, 100, NOT_RESPONDING)
+    verdict = decide(engine, [([], [start()]), ([line], []), ([], [end()])])
+    assert verdict.responsible_nodes == []
+    assert engine.workloads.claims.ignored_lines == {ATTACKER: 1}
+
+
+def test_the_controllers_not_responding_line_blames_the_node_it_names(engine):
+    line = syslog(CONTROLLER, 100, NOT_RESPONDING)
+    verdict = decide(engine, [([], [start()]), ([line], []), ([], [end()])])
+    assert verdict.responsible_nodes == ["gpu003"]
+
+
+def job_output(host: str, text: str) -> LogLine:
+    """A line of the job's own output: the shipper's job_id field names the job, the user
+    writes the text."""
+    return LogLine(text, host, T0 + 100_000, "applog", f"test:{host}:out", workload_id="42")
+
+
+def test_a_jobs_output_cannot_blame_a_node_outside_the_job(engine):
+    line = job_output("gpu001", "srun: error: Killing JobId=42 on failed node gpu777")
+    verdict = decide(engine, [([], [start()]), ([line], []), ([], [end()])])
+    assert verdict.responsible_nodes == []
+    assert engine.workloads.claims.ignored_lines == {"gpu001": 1}
+
+
+def test_a_jobs_output_may_still_name_a_node_of_its_own_job(engine):
+    """The limit of the rule: a job's own lines steer that job's own verdict (srun reports a
+    node failure of its job this way)."""
+    line = job_output("gpu001", "srun: error: Killing JobId=42 on failed node gpu003")
+    verdict = decide(engine, [([], [start()]), ([line], []), ([], [end()])])
+    assert verdict.responsible_nodes == ["gpu003"]
