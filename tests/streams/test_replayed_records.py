@@ -48,6 +48,7 @@ def test_a_replayed_dmesg_line_without_a_clock_is_placed_at_its_recorded_time():
         "logs.dmesg", 0, 7, None, line, SENT_MS, ((RECORDED_TIME_HEADER, b"%d" % RECORDED_MS),)
     )
     outputs = worker.process([replayed])
-    (node, group), *_ = outputs.node
-    assert node == "gpu001"
-    assert group["g"]["first_ms"] == RECORDED_MS
+    [(_partition, packed)] = outputs.node_groups  # groups travel packed per partition
+    [group] = orjson.loads(packed)["items"]
+    assert group["first"]["node"] == "gpu001"
+    assert group["first_ms"] == RECORDED_MS
