@@ -74,9 +74,12 @@ class NodeState:
     #: at each of them after every batch made the backtest O(nodes x batches).
     quiet_until_ms: int = field(default=0, repr=False, compare=False)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, with_lines: bool = True) -> dict[str, Any]:
+        window = self.window.to_dict()
+        if not with_lines:
+            window["line_slots"] = []  # stored apart: they change with every batch, groups rarely
         return {
-            "window": self.window.to_dict(),
+            "window": window,
             "runs": [[r.workload_id, r.start_ms, r.end_ms, r.reported_ms] for r in self.runs.values()],
         }
 
@@ -92,6 +95,7 @@ class NodeCorrelator:
         self.states: dict[str, NodeState] = states if states is not None else {}
         self.touched: set[str] = set()  # nodes changed since the last take_touched()
         self.counted: set[str] = set()  # nodes whose line counts alone changed (cheaper to lose)
+        self.dropped: set[str] = set()  # nodes forgotten since the last take_dropped()
         #: nodes with an ended, unreported run (None: not known yet, e.g. after a restart), so
         #: that due() looks at every node only while some run is waiting for its grace to pass
         self.awaiting: set[str] | None = None
@@ -203,6 +207,7 @@ class NodeCorrelator:
             changed = state.window.expire(min([idle, *needed])) or changed
             if state.window.is_empty() and not state.runs:
                 del self.states[node]
+                self.dropped.add(node)
                 continue
             if changed:
                 self.touched.add(node)  # only what changed goes back to the changelog
@@ -232,6 +237,10 @@ class NodeCorrelator:
             return (run.end_ms or 0) + horizon_ms >= watermark_ms
         # a run whose end never came is dropped once it is implausibly old
         return (run.start_ms or watermark_ms) + MAX_RUN_MS >= watermark_ms
+
+    def take_dropped(self) -> set[str]:
+        dropped, self.dropped = self.dropped, set()
+        return dropped
 
     def take_touched(self, with_counts: bool = True) -> set[str]:
         """Nodes to write back; line-count-only changes wait for ``with_counts``."""

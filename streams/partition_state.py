@@ -25,12 +25,18 @@ META = "__"  # keys starting with this are bookkeeping, not node or workload sta
 
 class PartitionView(MutableMapping[str, T], Generic[T]):
     def __init__(
-        self, table: MutableMapping[Any, Any], partition: int, partitions: int, decode: Callable[[dict], T]
+        self,
+        table: MutableMapping[Any, Any],
+        partition: int,
+        partitions: int,
+        decode: Callable[[dict], T],
+        encode: Callable[[T], dict] | None = None,
     ) -> None:
         self.table = table
         self.partition = partition
         self.partitions = partitions
         self.decode = decode
+        self.encode = encode or (lambda value: value.to_dict())  # type: ignore[attr-defined]
         self.cache: dict[str, T] = {}
 
     def _mine(self, key: Any) -> bool:
@@ -72,7 +78,7 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         for key in keys:
             value = self.cache.get(key)
             if value is not None:
-                self.table[key] = orjson.dumps(value.to_dict())  # type: ignore[attr-defined]
+                self.table[key] = orjson.dumps(self.encode(value))
 
 
 @dataclass
