@@ -21,6 +21,9 @@ key                                    type    content
 ``{prefix}fleet:peer:{node}|{peer}``   zset    workload_id -> job end (epoch ms), TTL
 ``{prefix}fleet:port:{host}|{switch}`` zset    workload_id -> job end (epoch ms), TTL
 =====================================  ======  =============================================
+
+In ``fleet:node:{node}`` keys the node is escaped by :func:`key_part` (a real host name is
+unchanged): node names come from log lines.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_PREFIX", "VerdictKeys", "redacted"]
+__all__ = ["DEFAULT_PREFIX", "VerdictKeys", "key_part", "redacted"]
 
 DEFAULT_PREFIX = "faultstream:"
 _USERINFO_PASSWORD = re.compile(r"(//[^/@]*?:)[^/@]*@")  # redis://user:PASSWORD@host
@@ -53,10 +56,10 @@ class VerdictKeys:
         return f"{self.prefix}fleet:nodes"
 
     def fleet_node(self, node: str) -> str:
-        return f"{self.prefix}fleet:node:{node}"
+        return f"{self.prefix}fleet:node:{key_part(node)}"
 
     def fleet_roots(self, node: str) -> str:
-        return f"{self.prefix}fleet:node:{node}:roots"
+        return f"{self.prefix}fleet:node:{key_part(node)}:roots"
 
     def fleet_pairs(self, kind: str) -> str:
         """``kind`` is ``peer`` (node, peer) or ``port`` (host port, switch port)."""
@@ -76,6 +79,19 @@ class VerdictKeys:
     @property
     def channel(self) -> str:
         return f"{self.prefix}verdicts"
+
+
+#: What a host name is made of (RFC 1123, plus ``_``); anything else in a key part is escaped.
+_NOT_HOSTNAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def key_part(name: str) -> str:
+    """``name`` as one part of a key: unchanged for a real host name, else every other character
+    percent-encoded (UTF-8). Node names come from log lines: ``gpu001:roots`` must not be the
+    key of gpu001's roots hash, which made every later write fail with WRONGTYPE."""
+    return _NOT_HOSTNAME.sub(
+        lambda m: "".join(f"%{b:02X}" for b in m[0].encode("utf-8", "surrogatepass")), name
+    )
 
 
 def redacted(url: str) -> str:

@@ -11,8 +11,11 @@ from datetime import UTC, datetime
 import orjson
 
 from streams.cli_verdicts import DEFAULT_REDIS_URL
+from streams.terminal import printable
 
 __all__ = ["add_parser"]
+
+CELL_LIMIT = 200
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -69,12 +72,18 @@ def _as_text(report: dict, node: str | None) -> str:
     for finding in report["nodes"]:
         symptoms = ", ".join(f"{symptom} x{count}" for symptom, count in finding["root_symptoms"].items())
         latest = ", ".join(f"{w} ({_when(ms)} {outcome})" for w, ms, outcome in finding["latest"])
-        out.append(f"{finding['node']:<20}  {finding['workloads']:>9}  {symptoms:<48}  {latest}")
+        node, symptoms, latest = _cell(finding["node"]), _cell(symptoms), _cell(latest)
+        out.append(f"{node:<20}  {finding['workloads']:>9}  {symptoms:<48}  {latest}")
     for kind, title in (("peers", "NODE | PEER"), ("ports", "HOST PORT | SWITCH PORT")):
         if report[kind]:
             out += ["", f"{title:<48}  WORKLOADS"]
-            out += [f"{p['left'] + ' | ' + p['right']:<48}  {p['workloads']:>9}" for p in report[kind]]
+            out += [f"{_cell(p['left'] + ' | ' + p['right']):<48}  {p['workloads']:>9}" for p in report[kind]]
     return "\n".join(out)
+
+
+def _cell(text: str) -> str:
+    """Node names and symptoms come from log lines: escaped, and cut so one cannot flood the table."""
+    return printable(text, CELL_LIMIT)
 
 
 def _when(epoch_ms: int) -> str:

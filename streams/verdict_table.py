@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from correlator.verdict import Verdict
+from streams.terminal import printable
 
 __all__ = ["verdict_table"]
 
@@ -27,8 +28,9 @@ def _row(verdict: Verdict) -> tuple[str, ...]:
 
 
 def _fit(cell: str, width: int) -> str:
-    """Pad to the column; an over-long cell may spill a little rather than lose its meaning."""
-    return cell[: width + 12].ljust(width)
+    """Pad to the column; an over-long cell may spill a little rather than lose its meaning.
+    Cells come from log lines (node names): printed with their control characters escaped."""
+    return printable(cell, width + 12).ljust(width)
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
