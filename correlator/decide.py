@@ -14,8 +14,7 @@ The steps, each a small function below:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from correlator.decision import Decision, blamed_nodes
 from correlator.evidence import EvidenceGroup
 from correlator.peers import explain_named_peers, node_addresses
 from correlator.refine import CAUSE_ROLES, Item, apply_refiners
@@ -25,7 +24,7 @@ from correlator.verdict_build import build_verdict
 from correlator.workload import WorkloadRun
 from extractors.loader import Ruleset
 
-__all__ = ["STRONG_PRIORITY", "Decision", "blamed_nodes", "decide"]
+__all__ = ["STRONG_PRIORITY", "decide"]
 
 #: Causes at or above this priority outweigh weaker ones (docs/rules.md, "Priority").
 STRONG_PRIORITY = 50
@@ -43,39 +42,6 @@ TERMINAL = {
     "CANCELLED": "cancel",
     "PREEMPTED": "cancel",
 }
-#: Domains whose causes make a node responsible (a user's error does not make a node bad).
-NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
-#: Symptoms that the logging node reports about something else: a dead peer (transport) or a
-#: shared file system (storage). They never make the node that logged them responsible.
-NOT_THE_NODE_TAGS = frozenset({"transport", "storage"})
-
-
-def blamed_nodes(items: list[Item]) -> set[str]:
-    """Nodes whose own parts or software the given causes implicate."""
-    return {
-        i.node
-        for i in items
-        if i.rule.domain in NODE_DOMAINS and i.node and not (NOT_THE_NODE_TAGS & set(i.rule.tags))
-    }
-
-
-@dataclass
-class Decision:
-    """Everything the verdict builder needs, computed once."""
-
-    run: WorkloadRun
-    items: list[Item]
-    terminal_state: str
-    sub_domain: str | None
-    domains: list[str]
-    considered: list[Item]
-    root: Item | None
-    uncertainty: str | None
-    actor: str | None
-    #: the deciding causes are one NIC error on every node: no node is singled out
-    systemic: bool = False
-
-
 def decide(
     run: WorkloadRun, groups: list[EvidenceGroup], ruleset: Ruleset, rules_by_id: dict, lines_seen: int
 ) -> Verdict:

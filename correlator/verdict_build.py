@@ -1,9 +1,8 @@
-"""Turn a :class:`~correlator.decide.Decision` into a :class:`Verdict` (chain, compat block)."""
+"""Turn a :class:`~correlator.decision.Decision` into a :class:`Verdict` (chain, compat block)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from correlator.decision import Decision, blamed_nodes
 from correlator.refine import Item
 from correlator.timefmt import iso
 from correlator.verdict import (
@@ -16,9 +15,6 @@ from correlator.verdict import (
     RootSymptomCompat,
     Verdict,
 )
-
-if TYPE_CHECKING:
-    from correlator.decide import Decision
 
 __all__ = ["build_verdict"]
 
@@ -121,8 +117,6 @@ def _chain_nodes(lines_by_node: dict[str, int], sample: bool) -> dict:
 def _responsible_nodes(decision: Decision) -> list[str]:
     if decision.sub_domain in (None, "user", "unattributed") or decision.systemic:
         return []
-    from correlator.decide import blamed_nodes
-
     return sorted(blamed_nodes(decision.considered))
 
 
