@@ -164,6 +164,54 @@ def test_the_rule_matchers_take_any_text_and_agree(bundled_ruleset) -> None:
     any_text()
 
 
+#: Values a scheduler record's fields take, valid and hostile: states, hostlists (one that would
+#: expand to a billion hosts), times in every shape, exit codes, and the hostile JSON above.
+SCHEDULER_VALUES = JSON | st.sampled_from(
+    ["FAILED", "CANCELLED by 1000", "NODE_FAIL", "COMPLETED", "RESIZING", "gpu[001-004]", "gpu[0-999999999]",
+     "n[1-1000][1-1000]", "gpu[", "None assigned", "2024-05-01T10:00:00Z", "2024-05-01T10:00:00", 1714557600,
+     1714557600000, -1, "0:9", "9:0", "-", "job_start", "job_end", "node_state", "node_assign", "OOMKilled",
+     "NodeNotReady", "Preempted", "Job", "Pod", "JobSet", "Node", "4101"]
+)  # fmt: skip
+K8S_OBJECT = (
+    st.fixed_dictionaries(
+        {}, optional={key: SCHEDULER_VALUES for key in ("kind", "name", "namespace", "labels", "uid")}
+    )
+    | SCHEDULER_VALUES
+)
+SCHEDULER_KEYS = (
+    "@start", "@end", "nodes", "exit_code", "failed_node", "cancelled_by", "username", "job_name",
+    "partition", "sluid", "workload_id", "time", "start_time", "node", "state", "signal", "user", "name",
+    "scheduler", "actor", "reason", "message", "lastTimestamp", "firstTimestamp", "eventTime", "source",
+    "metadata", "series", "type",
+)  # fmt: skip
+SCHEDULER_SHAPES = st.one_of(
+    st.fixed_dictionaries({"jobid": SCHEDULER_VALUES, "state": SCHEDULER_VALUES}),
+    st.fixed_dictionaries({"involvedObject": K8S_OBJECT, "reason": SCHEDULER_VALUES}),
+    st.fixed_dictionaries({"type": st.sampled_from(["job_start", "job_end", "node_state"])}),
+)
+
+
+@st.composite
+def scheduler_records(draw: st.DrawFn) -> dict:
+    """A record every scheduler normalizer takes for its own (the shape's keys are there), with
+    any of the fields it reads, each valid or hostile."""
+    record = draw(SCHEDULER_SHAPES)
+    extra = draw(st.dictionaries(st.sampled_from(SCHEDULER_KEYS), SCHEDULER_VALUES, max_size=8))
+    return {**extra, **record}
+
+
+@FUZZ
+@given(record=scheduler_records(), timestamp=st.none() | st.integers(-1, 2**45))
+def test_every_scheduler_normalizer_takes_hostile_fields(record: dict, timestamp: int | None) -> None:
+    for value in (record, _json_bytes(record)):
+        result = normalize_record("events.scheduler", value, None, timestamp, "o")
+        assert result.lines or result.events or result.dead
+        assert [d.reason for d in result.dead if d.reason.startswith("internal error")] == []
+        for event in result.events:  # what the correlator would be sent
+            wire.encode(wire.job(event))
+            assert len(event.nodes) <= 100_000
+
+
 # Counterexamples hypothesis found while these properties were written: kept as regression tests.
 
 
