@@ -16,7 +16,7 @@ record's fields say (a shipper's ``job_id``) is no claim.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from correlator.evidence import EvidenceGroup
 from extractors.symptom import Symptom
@@ -25,10 +25,12 @@ __all__ = ["ClaimCheck"]
 
 
 class ClaimCheck:
-    def __init__(self, scheduler_hosts: Iterable[str]) -> None:
+    def __init__(self, scheduler_hosts: Iterable[str], on_ignored: Callable[[int], None] | None = None) -> None:
         self.scheduler_hosts = frozenset(scheduler_hosts)
         #: claiming host → lines ignored because they named a job or node that was not theirs
         self.ignored_lines: dict[str, int] = {}
+        #: told how many lines each time some are ignored (the live stages count a metric)
+        self.on_ignored = on_ignored
 
     def may_name(self, group: EvidenceGroup, run_nodes: set[str]) -> bool:
         """May a direct group's line count for the run on ``run_nodes``?"""
@@ -60,3 +62,5 @@ class ClaimCheck:
 
     def _count(self, claimant: str, lines: int) -> None:
         self.ignored_lines[claimant] = self.ignored_lines.get(claimant, 0) + lines
+        if self.on_ignored is not None:
+            self.on_ignored(lines)

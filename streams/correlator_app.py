@@ -134,6 +134,9 @@ class _Stage:
                 partition,
                 self.settings.partitions,
             )
+            # lines naming a job they may not name (correlator/claims.py): a metric (issue 11)
+            claims = self.workload_parts[partition].workloads.claims
+            claims.on_ignored = lambda lines: metrics.count_ignored_claims("correlator", lines)
         return self.workload_parts[partition]
 
     async def on_node_event(self, message: Any) -> None:

@@ -63,7 +63,10 @@ class ExtractorWorker:
         self.settings = settings
         self.topics = Topics.from_settings(settings)
         self.matcher = HyperscanMatcher(ruleset)
-        self.claims = ClaimCheck(settings.scheduler_hosts or ())
+        self.claims = ClaimCheck(
+            settings.scheduler_hosts or (),
+            on_ignored=lambda lines: metrics.count_ignored_claims("extractor", lines),
+        )
         self.group_id = group_id or f"{settings.namespace}faultstream-extractor"
         self.stats = ExtractorStats()
         self.watermark_ms = 0

@@ -71,6 +71,11 @@ CONSUMER_LAG = Gauge(
     "Records in a partition after its consumer group's committed offset",
     ["group", "topic", "partition"],
 )
+IGNORED_CLAIMS = Counter(
+    "faultstream_ignored_claims",
+    "Log lines that named a job or a node not theirs, ignored (correlator/claims.py)",
+    ["stage"],
+)
 REBALANCES = Counter("faultstream_rebalances", "Partition assignments this process received", ["stage"])
 STALL_RESTARTS = Counter(
     "faultstream_stall_restarts", "Times the stall watch replaced this correlator process in place"
@@ -150,6 +155,10 @@ def count_verdict(verdict: dict[str, Any], now: float | None = None) -> None:
     end = _epoch_s((verdict.get("job") or {}).get("end"))
     if end is not None:
         VERDICT_LATENCY.observe(max(0.0, (now or time.time()) - end))
+
+
+def count_ignored_claims(stage: str, lines: int) -> None:
+    IGNORED_CLAIMS.labels(stage).inc(lines)
 
 
 def count_rebalance(stage: str) -> None:

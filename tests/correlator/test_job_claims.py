@@ -10,10 +10,14 @@ configured scheduler host; any other such line is ignored for that job and count
 from __future__ import annotations
 
 import pytest
+from aiokafka.structs import ConsumerRecord
+from prometheus_client import REGISTRY
 
 from correlator.engine import AttributionEngine
 from correlator.settings import CorrelatorSettings
+from streams.extract_worker import ExtractorWorker
 from streams.records import JobEvent, LogLine
+from streams.settings import Settings
 
 T0 = 1_714_557_600_000
 JOB_NODES = ("gpu001", "gpu002", "gpu003", "gpu004")
@@ -131,3 +135,20 @@ def test_a_jobs_output_may_still_name_a_node_of_its_own_job(engine):
     line = job_output("gpu001", "srun: error: Killing JobId=42 on failed node gpu003")
     verdict = decide(engine, [([], [start()]), ([line], []), ([], [end()])])
     assert verdict.responsible_nodes == ["gpu003"]
+
+
+def test_the_extractor_counts_the_node_claims_it_drops_as_a_metric(bundled_ruleset):
+    def ignored() -> float:
+        return REGISTRY.get_sample_value("faultstream_ignored_claims_total", {"stage": "extractor"}) or 0.0
+
+    worker = ExtractorWorker(Settings(scheduler_hosts=(CONTROLLER,)), bundled_ruleset)
+    forged = f"<30>May  1 10:01:40 {ATTACKER} {NOT_RESPONDING}".encode()
+    genuine = f"<30>May  1 10:01:40 {CONTROLLER} {NOT_RESPONDING}".encode()
+    before = ignored()
+    records = [
+        ConsumerRecord("logs.syslog", 0, n, T0, 0, None, v, None, 0, 0, [])
+        for n, v in enumerate([forged, genuine])
+    ]
+    worker.process(records)
+    assert ignored() - before == 1
+    assert worker.claims.ignored_lines == {ATTACKER: 1}
