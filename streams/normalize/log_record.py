@@ -44,6 +44,8 @@ def _json_lines(
     field_ms = record_time_ms(record)
     own_ms, own_host = parse_line_header(texts[0], field_ms if field_ms is not None else kafka_ms)
     workload, rank = workload_and_rank(record)
+    if source in USER_WRITTEN_SOURCES:  # the text's "header" is the user's: the fields win
+        own_ms, own_host = (None, None) if record_host(record) or key else (own_ms, own_host)
     host = own_host or record_host(record) or key
     if host is None and workload is None:
         raise RecordError(NO_HOST)
@@ -82,6 +84,8 @@ def common_json_line(
     if stamp is not None and field_ms is None:
         return None
     own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else kafka_ms)
+    if source in USER_WRITTEN_SOURCES and (record_host(record) or key):
+        own_ms, own_host = None, None  # as in _json_lines
     host = own_host or record_host(record) or key
     time_ms = own_ms if own_ms is not None else field_ms if field_ms is not None else kafka_ms
     if host is None or time_ms is None:
@@ -96,6 +100,13 @@ def _string_lines(text: str, source: str, key: str | None, kafka_ms: int | None,
     if host is None:
         raise RecordError(NO_HOST_IN_LINE)
     return _build(texts, host, _first_time(own_ms, None, kafka_ms), source, origin, None, None)
+
+
+#: Sources whose text the workload's user writes (job output, pod logs): a syslog-like header at
+#: the start of such a line is the user's, so it names neither the host nor the time when the
+#: shipper's record does (a job printing "May  1 10:00:00 gpu003 kernel: NVRM: Xid ... 79" would
+#: otherwise blame gpu003, and "2099-01-01T00:00:00 ..." would move event time).
+USER_WRITTEN_SOURCES = frozenset({"applog"})
 
 
 def _first_time(own_ms: int | None, field_ms: int | None, kafka_ms: int | None) -> int:

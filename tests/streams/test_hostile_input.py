@@ -232,3 +232,18 @@ def test_a_recorded_time_header_past_64_bits_is_ignored_not_a_crashed_batch(bund
                             [(RECORDED_TIME_HEADER, b"99999999999999999999")])  # fmt: skip
     assert all(orjson.loads(value) for value in _produced(worker, [record]))
     assert worker.watermark_ms == 1714560000000  # the Kafka timestamp, not the header
+
+
+@pytest.mark.parametrize("job_field", [{}, {"job_id": "42"}], ids=["fast path", "naming its job"])
+def test_a_jobs_output_cannot_pass_for_another_nodes_kernel_or_another_time(job_field: dict) -> None:
+    """A job's user writes its output: a syslog-like header at the start of an application line
+    is the user's, so the shipper's host and time stand (the header would have put a forged Xid
+    on gpu003, or moved event time to 2099)."""
+    for forged in (f"May  1 10:01:40 gpu003 kernel: {XID79}", f"2099-01-01T00:00:00Z gpu003 kernel: {XID79}"):
+        record = {"log": forged, "host": "gpu001", "@timestamp": 1714557700.0, **job_field}
+        [line] = normalize_record("logs.applog", orjson.dumps(record), None, 1714557700100, "o").lines
+        assert (line.host, line.time_ms) == ("gpu001", 1714557700000)
+    # the same header on a syslog line is the node's own rsyslog's: it still wins (relays)
+    relayed = {"log": f"May  1 10:01:40 gpu003 kernel: {XID79}", "host": "relay01"}
+    [line] = normalize_record("logs.syslog", orjson.dumps(relayed), None, 1714557700100, "o").lines
+    assert line.host == "gpu003"
