@@ -21,27 +21,37 @@ from correlator.settings import CorrelatorSettings
 __all__ = ["Settings", "load_settings"]
 
 
+#: Settings also read from the environment under their plain names, as other Kafka and Redis
+#: clients name them (the ``FAULTSTREAM_`` spelling works too).
+ENV_ALIASES = {
+    name: name.upper()
+    for name in (
+        "kafka_bootstrap_servers", "redis_url", "kafka_security_protocol", "kafka_sasl_mechanism",
+        "kafka_sasl_username", "kafka_sasl_password", "kafka_ssl_cafile", "kafka_ssl_certfile",
+        "kafka_ssl_keyfile",
+    )
+}  # fmt: skip
+
+
+def _aliased(name: str) -> AliasChoices:
+    return AliasChoices(ENV_ALIASES[name], f"FAULTSTREAM_{ENV_ALIASES[name]}", name)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FAULTSTREAM_", frozen=True, extra="forbid")
 
-    kafka_bootstrap_servers: str = Field(
-        "127.0.0.1:9092",
-        validation_alias=AliasChoices(
-            "KAFKA_BOOTSTRAP_SERVERS", "FAULTSTREAM_KAFKA_BOOTSTRAP_SERVERS", "kafka_bootstrap_servers"
-        ),
+    kafka_bootstrap_servers: str = Field("127.0.0.1:9092", validation_alias=_aliased("kafka_bootstrap_servers"))
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", validation_alias=_aliased("kafka_security_protocol")
     )
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    kafka_sasl_mechanism: str = "PLAIN"
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: SecretStr | None = None
-    kafka_ssl_cafile: str | None = None
-    kafka_ssl_certfile: str | None = None
-    kafka_ssl_keyfile: str | None = None
+    kafka_sasl_mechanism: str = Field("PLAIN", validation_alias=_aliased("kafka_sasl_mechanism"))
+    kafka_sasl_username: str | None = Field(None, validation_alias=_aliased("kafka_sasl_username"))
+    kafka_sasl_password: SecretStr | None = Field(None, validation_alias=_aliased("kafka_sasl_password"))
+    kafka_ssl_cafile: str | None = Field(None, validation_alias=_aliased("kafka_ssl_cafile"))
+    kafka_ssl_certfile: str | None = Field(None, validation_alias=_aliased("kafka_ssl_certfile"))
+    kafka_ssl_keyfile: str | None = Field(None, validation_alias=_aliased("kafka_ssl_keyfile"))
 
-    redis_url: str = Field(
-        "redis://127.0.0.1:6379/0",
-        validation_alias=AliasChoices("REDIS_URL", "FAULTSTREAM_REDIS_URL", "redis_url"),
-    )
+    redis_url: str = Field("redis://127.0.0.1:6379/0", validation_alias=_aliased("redis_url"))
     redis_prefix: str = "faultstream:"
 
     #: Prefix of every topic, consumer group and faust app id (isolates tests and tenants).
@@ -153,9 +163,8 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
 
 def _field_name(key: str) -> str:
     """A config-file key as the field it sets (``KAFKA_BOOTSTRAP_SERVERS`` → ``kafka_bootstrap_servers``)."""
-    return {"KAFKA_BOOTSTRAP_SERVERS": "kafka_bootstrap_servers", "REDIS_URL": "redis_url"}.get(key, key)
+    return {alias: name for name, alias in ENV_ALIASES.items()}.get(key, key)
 
 
 def _from_env(name: str) -> bool:
-    aliases = {"kafka_bootstrap_servers": "KAFKA_BOOTSTRAP_SERVERS", "redis_url": "REDIS_URL"}
-    return f"FAULTSTREAM_{name.upper()}" in os.environ or aliases.get(name, "") in os.environ
+    return f"FAULTSTREAM_{name.upper()}" in os.environ or ENV_ALIASES.get(name, "") in os.environ
