@@ -96,6 +96,7 @@ class NodePartition(_Partition):
             table, partition, partitions, self._load_state, lambda state: state.to_dict(with_lines=False)
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
+        self._counts_due: set[str] = set()  # nodes whose counts record is written at the next flush
 
     def _load_state(self, data: dict[str, Any]) -> NodeState:
         state = NodeState.from_dict(data)
@@ -144,17 +145,19 @@ class NodePartition(_Partition):
         if flush_counts:
             self._counts_saved_ms = self._wall_ms
         changed = self.nodes.take_touched(with_counts=False)
-        counted = self.nodes.take_touched(with_counts=True) if flush_counts else set()
         self.view.persist(changed)  # symptoms and runs, without the line counts
+        self._counts_due |= changed  # an expiry may have forgotten minutes of counts too
         for node in self.nodes.take_dropped():
             if self.view.cache.get(node) is None and line_counts_key(node) in self.table:
                 del self.table[line_counts_key(node)]
-        for node in changed | counted:
-            state = self.view.cache.get(node)
-            if state is not None:
-                counts = [[slot, count] for slot, count in state.window.line_slots.items()]
-                self.table[line_counts_key(node)] = orjson.dumps(counts)
-        self._save_clock(bool(changed or counted))
+        if flush_counts:  # every write is a produce: counts go once a second, whatever changed
+            for node in self._counts_due | self.nodes.take_touched(with_counts=True):
+                state = self.view.cache.get(node)
+                if state is not None:
+                    counts = [[slot, count] for slot, count in state.window.line_slots.items()]
+                    self.table[line_counts_key(node)] = orjson.dumps(counts)
+            self._counts_due = set()
+        self._save_clock(bool(changed))
 
 
 class WorkloadPartition(_Partition):
