@@ -12,6 +12,13 @@ is a *claim* (``Symptom.claimed_from`` is the claiming host) and counts only:
 
 Anything else is ignored for that job or node and counted. What the scheduler topic or the
 record's fields say (a shipper's ``job_id``) is no claim.
+
+The check needs a trust anchor: the hosts whose lines may name anything (``scheduler_hosts``).
+A site that lists none gets no check at all, and every line's claim counts, as before the check
+existed: refusing slurmctld's ``Nodes gpu003 not responding`` and srun's ``task 0: Out Of
+Memory`` on a cluster nobody configured would silently drop the evidence operators need most,
+while a wrong verdict needs a writer who can already log on a node. docs/operations.md
+("Security") tells operators to list their controllers.
 """
 
 from __future__ import annotations
@@ -32,10 +39,15 @@ class ClaimCheck:
         #: told how many lines each time some are ignored (the live stages count a metric)
         self.on_ignored = on_ignored
 
+    @property
+    def enforced(self) -> bool:
+        """Claims are checked once some scheduler host is configured (see the module doc)."""
+        return bool(self.scheduler_hosts)
+
     def may_name(self, group: EvidenceGroup, run_nodes: set[str]) -> bool:
         """May a direct group's line count for the run on ``run_nodes``?"""
         claimant, node = group.first.claimed_from, group.first.node or ""
-        if claimant is None or claimant in self.scheduler_hosts:
+        if not self.enforced or claimant is None or claimant in self.scheduler_hosts:
             return True
         return claimant in run_nodes and (node == claimant or node in run_nodes)
 
@@ -45,6 +57,8 @@ class ClaimCheck:
     def keep_own_nodes(self, symptoms: Sequence[Symptom]) -> list[Symptom]:
         """Symptoms of a batch without those that put a node-keyed symptom on another node
         than the line's own (from a host other than the scheduler's): counted, then dropped."""
+        if not self.enforced:
+            return list(symptoms)
         kept = []
         for symptom in symptoms:
             claimant = symptom.claimed_from

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -216,10 +216,7 @@ class LineJudge:
             for k, echo in enumerate(survivors)
         ]
         nodes = tuple(sorted(own | {peer.host for peer in peers if peer.host}))
-        # the line is judged for what it says, not for who may say it (correlator/claims.py):
-        # its host may name any job and node, as a scheduler host may
-        trusted = replace(self.settings, scheduler_hosts=self.settings.scheduler_hosts | {line.host or ""})
-        engine = AttributionEngine(self.ruleset, trusted, matcher=self.matcher)
+        engine = AttributionEngine(self.ruleset, self.settings, matcher=self.matcher)
         verdicts = engine.feed([line, *peers], self._job(workload, nodes, line.time_ms))
         verdicts += engine.flush()
         mine = [v for v in verdicts if v.workload_id == workload]

@@ -91,11 +91,14 @@ def test_a_job_id_in_a_line_from_one_of_the_jobs_own_nodes_still_counts(engine):
     assert verdict.responsible_nodes == ["gpu003"]
 
 
-def test_without_configured_scheduler_hosts_the_controllers_line_is_a_foreign_claim(bundled_ruleset):
+def test_without_configured_scheduler_hosts_claims_are_not_checked_and_the_controllers_line_counts(
+    bundled_ruleset,
+):
+    """No trust anchor, no check: an unconfigured site keeps slurmctld's evidence (claims.py)."""
     engine = AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30))
     verdict = decide(engine, [([], [start()]), ([syslog(CONTROLLER, 100)], []), ([], [end()])])
-    assert verdict.responsible_nodes == []
-    assert engine.workloads.claims.ignored_lines == {CONTROLLER: 1}
+    assert verdict.responsible_nodes == ["gpu003"]
+    assert engine.workloads.claims.ignored_lines == {}
 
 
 # A line naming another node than its own, with no job id: it would land on whatever job ran on
