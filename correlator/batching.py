@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from correlator.evidence import SLOT_MS, EvidenceGroup, group_key
+from correlator.records import LogLine
 from extractors.symptom import Symptom
-from streams.records import LogLine
 
 __all__ = ["BatchContribution", "collapse_batch"]
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 from correlator.batching import BatchContribution, collapse_batch
 from correlator.node_side import NodeCorrelator, NodeEvidence
+from correlator.records import JobEvent, LogLine
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from correlator.workload_side import WorkloadCorrelator
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
-from streams.records import JobEvent, LogLine
 
 __all__ = ["AttributionEngine", "EngineStats"]
 

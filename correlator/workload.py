@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from correlator.evidence import EvidenceGroup, GroupKey, group_key
+from correlator.records import JobEvent
 from extractors.symptom import Symptom
-from streams.records import JobEvent
 
 __all__ = ["WorkloadRun"]
 

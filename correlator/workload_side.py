@@ -19,11 +19,11 @@ from correlator.claims import ClaimCheck
 from correlator.decide import decide
 from correlator.evidence import EvidenceGroup
 from correlator.node_side import MAX_RUN_MS, NodeEvidence
+from correlator.records import JobEvent
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from correlator.workload import WorkloadRun
 from extractors.loader import Ruleset
-from streams.records import JobEvent
 
 __all__ = ["RunPlacement", "WorkloadCorrelator", "WorkloadState"]
 
