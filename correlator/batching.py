@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from correlator.evidence import SLOT_MS, EvidenceGroup, group_key
+from correlator.peers import SELF_ADDRESS_CAPTURE
 from correlator.records import LogLine
 from extractors.symptom import Symptom
 
@@ -56,9 +57,17 @@ def _count_lines(lines: Sequence[LogLine], out: BatchContribution) -> None:
     out.node_lines = {(node, slot * SLOT_MS): (c, t) for (node, slot), (c, t) in node_lines.items()}
 
 
+def _worth_keeping(symptom: Symptom) -> bool:
+    """Benign symptoms are matched only to be ignored, and no decision reads them, except the
+    node addresses NCCL prints (``own_ip``: the peer map of correlator/peers.py). Dropping the
+    rest here keeps a storm of healthy ``Link is up`` lines out of every node's state."""
+    return symptom.role != "benign" or SELF_ADDRESS_CAPTURE in symptom.captures
+
+
 def collapse_batch(lines: Sequence[LogLine], symptoms: list[Symptom]) -> BatchContribution:
     out = BatchContribution()
     _count_lines(lines, out)
+    symptoms = [s for s in symptoms if _worth_keeping(s)]
     direct = [s for s in symptoms if s.workload_id]
     on_nodes = [s for s in symptoms if not s.workload_id and s.node]
     out.unplaced = [s for s in symptoms if not s.workload_id and not s.node]
