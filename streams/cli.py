@@ -36,6 +36,7 @@ def _add_more_commands(commands: argparse._SubParsersAction) -> None:
         cli_api,
         cli_backtest,
         cli_eval,
+        cli_forward,
         cli_nodes,
         cli_pipeline,
         cli_remediate,
@@ -49,6 +50,7 @@ def _add_more_commands(commands: argparse._SubParsersAction) -> None:
     cli_pipeline.add_parsers(commands)
     cli_verdicts.add_parser(commands)
     cli_remediate.add_parser(commands)
+    cli_forward.add_parser(commands)
     cli_nodes.add_parser(commands)
     cli_api.add_parser(commands)
 
