@@ -102,10 +102,13 @@ def run_replay(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="faultstream-replay-") as scratch:
         recording = args.keep or Path(scratch) / "range.jsonl"
         quiet = False if args.json else None  # progress only on a terminal, never with --json
-        dumped = asyncio.run(dump_range(settings, read, recording, show_progress=quiet))
+        dumped = asyncio.run(dump_range(settings, read, recording, show_progress=quiet, inner=span))
         baseline, candidate = load_ruleset(args.baseline), load_ruleset(args.rules)
         diff = diff_recording(recording, baseline, candidate, settings.correlator_settings())
-    _keep_ended_in(diff, span, read, settings.correlator_settings().lookback_s)
+    # runs that ended in [since, until): in event time, which for records replayed by
+    # `faultstream load` is the recorded time, not the Kafka timestamp the range selects on
+    ended = dumped.inner_event_span or span
+    _keep_ended_in(diff, ended, dumped.event_span or read, settings.correlator_settings().lookback_s)
     print_diff(
         diff, args.json, f"{dumped.records:,} records read, {_iso(read.since_ms)} .. {_iso(read.until_ms)}"
     )
@@ -133,6 +136,7 @@ def _keep_ended_in(diff: VerdictDiff, span, read, lookback_s: float) -> None:
         summary.verdicts[:] = [v for v in summary.verdicts if ended_in(v)]
     kept = {(v.workload_id, v.run_start) for s in (diff.baseline, diff.candidate) for v in s.verdicts}
     diff.changes = [c for c in diff.changes if (c.workload_id, c.run_start) in kept]
+    diff.unchanged = len(kept) - len(diff.changes)
     earliest = read.since_ms + int(lookback_s * 1000)
     diff.partial = sorted(
         {

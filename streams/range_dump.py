@@ -20,7 +20,7 @@ import orjson
 from correlator.settings import CorrelatorSettings
 from streams.normalize import normalize_record
 from streams.settings import Settings
-from streams.topic_range import Progress, TimeRange, read_range
+from streams.topic_range import KAFKA_TIME, Progress, TimeRange, read_range
 
 __all__ = ["DumpResult", "WorkloadWindow", "dump_range", "find_workload"]
 
@@ -30,6 +30,23 @@ class DumpResult:
     records: int = 0
     by_topic: dict[str, int] = field(default_factory=dict)
     window: TimeRange | None = None
+    #: first and last record time (as the recording says) of the records whose Kafka timestamp
+    #: lies in ``inner``: what the read range means in event time, also for replayed records
+    inner_event_span: TimeRange | None = None
+
+    #: the same over every record read (readback included)
+    event_span: TimeRange | None = None
+
+    def saw(self, kafka_ms: int, record_ms: int, inner: TimeRange | None) -> None:
+        self.event_span = _widen(self.event_span, record_ms)
+        if inner is not None and inner.holds(kafka_ms):
+            self.inner_event_span = _widen(self.inner_event_span, record_ms)
+
+
+def _widen(span: TimeRange | None, time_ms: int) -> TimeRange:
+    if span is None:
+        return TimeRange(time_ms, time_ms + 1)
+    return TimeRange(min(span.since_ms, time_ms), max(span.until_ms, time_ms + 1))
 
 
 @dataclass
@@ -78,6 +95,7 @@ async def dump_range(
     out: Path,
     workload: WorkloadWindow | None = None,
     show_progress: bool | None = None,
+    inner: TimeRange | None = None,
 ) -> DumpResult:
     result = DumpResult(window=span)
     with tempfile.TemporaryDirectory(prefix="faultstream-dump-") as scratch:
@@ -85,8 +103,10 @@ async def dump_range(
         handles = {}
         try:
             async for record in read_range(settings, span, progress=lambda n: Progress(n, show_progress)):
+                kafka_ms = record.pop(KAFKA_TIME)
                 if workload is not None and not workload.wants(record):
                     continue
+                result.saw(kafka_ms, record["timestamp"], inner)
                 part = (record["topic"], record["partition"])
                 if part not in handles:
                     parts[part] = Path(scratch) / f"{len(parts)}.jsonl"

@@ -24,9 +24,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from streams.settings import Settings
 from streams.topics import record_time_ms
 
-__all__ = ["Progress", "TimeRange", "default_topic_names", "read_range"]
+__all__ = ["KAFKA_TIME", "Progress", "TimeRange", "default_topic_names", "read_range"]
 
 FETCH_TIMEOUT_MS = 1000
+#: A yielded record's Kafka timestamp (not part of a recording: pop it before writing one).
+KAFKA_TIME = "_kafka_ms"
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ async def read_range(
                     "timestamp": record_time_ms(record.timestamp, record.headers),
                     "partition": record.partition,
                     "offset": record.offset,
+                    KAFKA_TIME: record.timestamp,
                 }
         if meter:
             meter.close()

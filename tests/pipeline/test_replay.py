@@ -20,6 +20,7 @@ from correlator.timefmt import iso as iso_ms
 from streams.admin import ensure_topics
 from streams.backtest import backtest, latest_revisions
 from streams.cli import main
+from streams.loader import load_recordings
 from streams.normalize.times import now_ms
 from streams.settings import load_settings
 from tests.conftest import REPO
@@ -170,3 +171,19 @@ def test_a_dumped_incident_backtests_to_the_verdict_the_whole_range_gives(topics
 
     assert of(incident)["7001"] == of(whole)["7001"]
     assert of(incident)["7001"]["sub_domain"] == "hardware"
+
+
+def test_a_recording_replayed_with_load_is_judged_in_its_own_event_time(services, tmp_path, capsys):
+    """`faultstream load` stamps records with the send time and keeps the recorded time in a
+    header: the range selects by send time, the verdicts are the recording's."""
+    settings = load_settings(
+        None, kafka_bootstrap_servers=services.kafka, namespace=f"reload{uuid.uuid4().hex[:8]}."
+    )
+    incident = REPO / "tests" / "golden" / "incidents" / "xid79-two-nodes-7001.jsonl"
+    since = iso_ms(now_ms() - 1000)
+    asyncio.run(load_recordings(settings, [incident]))
+    assert (
+        cli(settings, tmp_path, "replay", "--since", since, "--until", "now", "--readback", "0s", "--json") == 0
+    )
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["verdicts"] == {"baseline": 1, "candidate": 1} and diff["unchanged"] == 1
