@@ -243,3 +243,19 @@ def test_a_reboot_mid_run_then_an_xid_is_hardware_with_the_reboot_upstream_in_th
     reboot = next(i for i, (_, role) in enumerate(chain) if role == "context")
     root = next(i for i, (_, role) in enumerate(chain) if role == "root")
     assert reboot < root
+
+
+def test_a_driver_missing_since_before_the_job_started_is_its_cause_on_that_node(engine):
+    # gpu005 came back from a reboot without its NVIDIA module; the job started on it anyway
+    missing = "modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.15.0-91-generic"
+    lines = [line(missing, "gpu005", -200, "syslog"), *survivors_closing(40, peer="gpu005", skip="gpu005")]
+    verdict = verdict_of(engine, lines, [start("5013"), end("5013", 90, "FAILED")])
+    assert (verdict.sub_domain, verdict.responsible_nodes) == ("system_software", ["gpu005"])
+
+
+def test_an_error_that_ended_before_the_job_started_is_context_not_its_cause(engine):
+    # a CUDA OOM of the previous tenant, logged before this job's start
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    verdict = verdict_of(engine, [line(oom, "gpu005", -200)], [start("5014"), end("5014", 90, "FAILED")])
+    assert verdict.sub_domain == "unattributed"
+    assert [element.role for element in verdict.chain] == ["context"]
