@@ -213,6 +213,13 @@ advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+$(single_node_properties)
+EOF
+}
+
+# What every broker this script starts shares, plain or secure: one node, small and quick.
+single_node_properties() {
+  cat <<EOF
 log.dirs=$DATA_DIR
 num.partitions=4
 auto.create.topics.enable=true
@@ -367,20 +374,7 @@ ssl.keystore.location=$TLS_DIR/server-bundle.pem
 ssl.truststore.type=PEM
 ssl.truststore.location=$TLS_DIR/ca.pem
 listener.name.ssl.ssl.client.auth=required
-log.dirs=$DATA_DIR
-num.partitions=4
-auto.create.topics.enable=true
-delete.topic.enable=true
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
-group.initial.rebalance.delay.ms=0
-offsets.topic.num.partitions=8
-transaction.state.log.num.partitions=8
-num.network.threads=2
-num.io.threads=4
+$(single_node_properties)
 EOF
   )
 }
