@@ -20,6 +20,9 @@ key                                    type    content
 ``{prefix}fleet:peers`` / ``:ports``   zset    pair -> workloads with that pair's evidence
 ``{prefix}fleet:peer:{node}|{peer}``   zset    workload_id -> job end (epoch ms), TTL
 ``{prefix}fleet:port:{host}|{switch}`` zset    workload_id -> job end (epoch ms), TTL
+``{prefix}sink:built``                 string  when the keys were (re)built from the verdicts
+                                               topic; missing: Redis lost them (or is new)
+``{prefix}sink:rebuilding``            string  the token of the rebuild under way, short TTL
 =====================================  ======  =============================================
 
 In ``fleet:node:{node}`` keys the node is escaped by :func:`key_part` (a real host name is
@@ -67,6 +70,14 @@ class VerdictKeys:
 
     def fleet_pair(self, kind: str, pair: str) -> str:
         return f"{self.prefix}fleet:{kind}:{pair}"
+
+    @property
+    def built(self) -> str:
+        return f"{self.prefix}sink:built"
+
+    @property
+    def rebuilding(self) -> str:
+        return f"{self.prefix}sink:rebuilding"
 
     @property
     def recent(self) -> str:

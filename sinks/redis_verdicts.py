@@ -178,6 +178,7 @@ class RedisVerdictSink:
         self._buffer: list[_Write] = []
         self.applied = 0  # revisions written
         self.skipped = 0  # replays and stale revisions Redis already had something newer for
+        self.reconnects = 0  # outages seen: a restarted Redis may have come back empty (sinks/redis_rebuild.py)
 
     @property
     def pending(self) -> int:
@@ -277,6 +278,7 @@ class RedisVerdictSink:
 
     async def _reconnect(self) -> None:
         # Drop every pooled socket so the next try dials afresh instead of reusing a dead one.
+        self.reconnects += 1
         await self._client.connection_pool.disconnect()
 
 

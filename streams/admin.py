@@ -12,7 +12,7 @@ from aiokafka.errors import KafkaConnectionError, TopicAlreadyExistsError
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["ensure_topics", "wait_for_kafka"]
+__all__ = ["VERDICTS_CONFIG", "ensure_topics", "wait_for_kafka"]
 
 log = logging.getLogger("faultstream.admin")
 
@@ -45,12 +45,22 @@ async def _check_partitions(admin: AIOKafkaAdminClient, names: list[str], expect
             raise ValueError(msg)
 
 
+#: The verdicts topic keeps the last revision of every workload for as long as the topic lives:
+#: a Redis that lost its data is rebuilt from it (streams/redis_rebuild.py), whatever its age.
+VERDICTS_CONFIG = {"cleanup.policy": "compact"}
+
+
+def _new_topic(name: str, topics: Topics) -> NewTopic:
+    configs = VERDICTS_CONFIG if name == topics.verdicts else None
+    return NewTopic(name, topics.partitions, 1, topic_configs=configs)
+
+
 async def ensure_topics(settings: Settings) -> None:
     topics = Topics.from_settings(settings)
     admin = await wait_for_kafka(settings)
     try:
         existing = set(await admin.list_topics())
-        missing = [NewTopic(name, topics.partitions, 1) for name in topics.all_names() if name not in existing]
+        missing = [_new_topic(name, topics) for name in topics.all_names() if name not in existing]
         if missing:
             with contextlib.suppress(TopicAlreadyExistsError):  # another worker created them first
                 await admin.create_topics(missing)

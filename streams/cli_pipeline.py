@@ -109,21 +109,19 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     import faust
 
     from extractors.loader import load_ruleset
-    from sinks.redis_verdicts import RedisVerdictSink
     from streams.admin import ensure_topics
     from streams.correlator_app import build_correlator_app
     from streams.correlator_metrics import instrument_correlator
+    from streams.redis_rebuild import verdict_sink
 
     asyncio.run(ensure_topics(settings))
     ruleset = load_ruleset(settings.rules_dir)
-    sink = RedisVerdictSink(
-        settings.redis_url,
-        prefix=settings.redis_prefix,
-        fleet_window_s=settings.fleet_window_s,
-        switch_ports=_switch_ports(settings.fleet_switch_ports),
-    )
+    switch_ports = _switch_ports(settings.fleet_switch_ports)
+    sink = verdict_sink(settings, switch_ports)
     app = build_correlator_app(settings, ruleset, [sink])
     instrument_correlator(app, settings)
+    if settings.redis_check_interval_s > 0:
+        _attach_redis_watch(app, settings, sink, switch_ports)
     if with_extractor:
         _attach_extractor(app, settings, ruleset)
     worker = faust.Worker(
@@ -143,6 +141,16 @@ def _switch_ports(path: Path | None) -> dict[str, str]:
     if not isinstance(loaded, dict):
         raise ValueError(f"{path}: fleet_switch_ports holds one mapping of host port: switch port")
     return {str(host): str(switch) for host, switch in loaded.items()}
+
+
+def _attach_redis_watch(app, settings, sink, switch_ports: dict[str, str]) -> None:
+    from streams.redis_rebuild import RedisWatch
+
+    watch = RedisWatch(settings, sink, switch_ports)
+
+    @app.task
+    async def redis_watch() -> None:
+        await watch.run()  # a Redis that lost the verdicts is rebuilt from the topic
 
 
 def _attach_extractor(app, settings, ruleset) -> None:

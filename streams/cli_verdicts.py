@@ -1,12 +1,13 @@
-"""``faultstream verdicts``: the latest verdicts from Redis, then (``--follow``) new ones."""
+"""``faultstream verdicts``: the latest verdicts from Redis, then (``--follow``) new ones;
+``faultstream verdicts rebuild``: Redis filled again from the verdicts topic (streams/redis_rebuild.py)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from contextlib import aclosing
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
@@ -14,7 +15,7 @@ import orjson
 if TYPE_CHECKING:
     from correlator.verdict import Verdict
 
-__all__ = ["DEFAULT_REDIS_URL", "add_parser", "run_verdicts"]
+__all__ = ["DEFAULT_REDIS_URL", "add_parser", "run_rebuild", "run_verdicts"]
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -37,15 +38,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--follow", "-f", action="store_true", help="then keep printing new verdicts until Ctrl-C"
     )
     parser.set_defaults(handler=run_verdicts)
+    actions = parser.add_subparsers(dest="action", metavar="{rebuild}")
+    rebuild = actions.add_parser(
+        "rebuild",
+        help="write the newest revision of every verdict on the verdicts topic to Redis (after data loss)",
+        description="Reads the verdicts topic from its beginning and writes each workload's newest "
+        "revision to Redis; revisions Redis already has (or has newer) are left alone, so it is safe "
+        "while the pipeline runs. Kafka, Redis and the prefix come from the settings, as for the workers.",
+    )
+    rebuild.add_argument("--config", type=Path, default=None, help="YAML config file (docs/operations.md)")
+    rebuild.set_defaults(handler=run_rebuild)
 
 
 def run_verdicts(args: argparse.Namespace) -> int:
     from sinks.redis_client import RedisError, check_url
     from sinks.redis_keys import redacted
     from streams.cli import UsageError
+    from streams.settings import load_settings
 
-    url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
-    args.prefix = args.prefix or os.environ.get("FAULTSTREAM_REDIS_PREFIX") or "faultstream:"
+    site = load_settings()  # REDIS_URL and FAULTSTREAM_REDIS_PREFIX, as the workers read them
+    url = args.redis_url or site.redis_url
+    args.prefix = args.prefix or site.redis_prefix
     if args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
     try:
@@ -56,6 +69,34 @@ def run_verdicts(args: argparse.Namespace) -> int:
         asyncio.run(_show(url, args))
     except (RedisError, OSError) as exc:
         raise UsageError(f"cannot reach Redis at {redacted(url)}: {exc}") from exc
+    return 0
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    from aiokafka.errors import KafkaError
+
+    from sinks.base import SinkError
+    from sinks.redis_client import RedisError
+    from sinks.redis_keys import redacted
+    from sinks.redis_rebuild import RebuildLost
+    from streams.cli import UsageError
+    from streams.cli_pipeline import _switch_ports
+    from streams.redis_rebuild import RebuildBusy, rebuild
+    from streams.settings import load_settings
+
+    settings = load_settings(args.config)
+    try:
+        counts = asyncio.run(rebuild(settings, _switch_ports(settings.fleet_switch_ports)))
+    except RebuildBusy as exc:
+        raise UsageError(
+            f"{exc} (a correlator noticed the loss?); it holds {settings.redis_prefix}sink:rebuilding"
+        ) from exc
+    except (RedisError, SinkError, RebuildLost, KafkaError, OSError) as exc:
+        raise UsageError(f"rebuild of Redis at {redacted(settings.redis_url)} failed: {exc}") from exc
+    print(
+        f"rebuilt {settings.redis_prefix}* from {settings.topic('faultstream.verdicts')}: {counts}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
 
     redis_url: str = Field("redis://127.0.0.1:6379/0", validation_alias=_aliased("redis_url"))
     redis_prefix: str = "faultstream:"
+    #: Correlator: how often it checks that Redis still holds the verdicts (and right after an
+    #: outage); a Redis that lost them is rebuilt from the verdicts topic. 0 turns the check off.
+    redis_check_interval_s: float = Field(30.0, ge=0)
 
     #: Prefix of every topic, consumer group and faust app id (isolates tests and tenants).
     namespace: str = ""

@@ -9,6 +9,7 @@ from collections import defaultdict
 import orjson
 import pytest
 
+from tests.pipeline.private_redis import PrivateRedis
 from tests.pipeline.results import ALL_RECORDINGS, comparable, expected_verdicts, read_topic, wait_for_verdicts
 
 pytestmark = pytest.mark.services
@@ -163,55 +164,3 @@ def test_redis_down_for_a_few_seconds_delays_verdicts_but_loses_none(pipeline, t
         assert "Redis write failed" in pipeline.logs(), "the outage was not noticed: did Redis really stop?"
     finally:
         redis.stop()
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, on a free port, so stopping it disturbs nobody."""
-
-    def __init__(self, directory) -> None:
-        import socket
-
-        directory.mkdir(parents=True, exist_ok=True)
-        self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        import subprocess
-
-        subprocess.run(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "yes",
-                "--dir",
-                str(self.directory),
-                "--pidfile",
-                str(self.directory / "redis.pid"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        for _ in range(50):
-            if (
-                subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).stdout.strip()
-                == b"PONG"
-            ):
-                return
-            time.sleep(0.1)
-        raise AssertionError("private redis-server did not start")
-
-    def stop(self) -> None:
-        import subprocess
-
-        subprocess.run(["redis-cli", "-p", str(self.port), "shutdown", "nosave"], capture_output=True)
