@@ -110,6 +110,7 @@ def _correlator_main(settings, with_extractor: bool) -> int:
 
     from extractors.loader import load_ruleset
     from streams.admin import ensure_topics
+    from streams.commit_retry import retry_commits_the_broker_refuses
     from streams.correlator_app import build_correlator_app
     from streams.correlator_metrics import instrument_correlator
     from streams.redis_rebuild import verdict_sink
@@ -120,6 +121,7 @@ def _correlator_main(settings, with_extractor: bool) -> int:
     sink = verdict_sink(settings, switch_ports)
     app = build_correlator_app(settings, ruleset, [sink])
     instrument_correlator(app, settings)
+    retry_commits_the_broker_refuses()  # a broker restarting or out of disk must not hang the worker
     if settings.redis_check_interval_s > 0:
         _attach_redis_watch(app, settings, sink, switch_ports)
     if with_extractor:

@@ -9,10 +9,14 @@ the workers come back by themselves once the broker does.
 
 from __future__ import annotations
 
+import shutil
+import signal
+import subprocess
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -112,3 +116,76 @@ def _wait_for_first_verdicts(pipeline: Pipeline, count: int = 3) -> None:
 
 def _log_text(pipeline: Pipeline) -> str:
     return "".join(p.read_text(errors="replace") for p in Path(pipeline.workdir).glob("*.log"))
+
+
+@pytest.fixture
+def kafka_on_a_small_disk(tmp_path: Path) -> Iterator[PrivateKafka]:
+    """A broker of its own whose ``log.dirs`` (and KRaft metadata log) is a 128 MiB tmpfs."""
+    broker = PrivateKafka(tmp_path / "kafka-small-disk")
+    broker.data_dir.mkdir(parents=True)
+    mount = ["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(broker.data_dir)]
+    mounted = subprocess.run(mount, capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs on the log dir (root only): {mounted.stderr.strip()}")
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+        subprocess.run(["umount", "-l", str(broker.data_dir)], capture_output=True)
+
+
+def test_a_full_log_disk_stops_the_broker_and_after_space_and_a_restart_no_verdict_is_lost(
+    kafka_on_a_small_disk, services, tmp_path
+):
+    kafka = kafka_on_a_small_disk
+    pipeline = Pipeline(Services(kafka.bootstrap, services.redis), tmp_path, f"t{uuid.uuid4().hex[:8]}.")
+    try:
+        expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
+        workers = [pipeline.extractor(), pipeline.correlator()]
+        pipeline.load(*FIRST)
+        _wait_for_first_verdicts(pipeline)
+        # the second half's raw lines are on the broker; what the workers make of them is not
+        with _held(workers):
+            pipeline.load(*SECOND)
+            filler = _fill(kafka.data_dir)
+        _wait_until_broker_exits(kafka, pipeline)
+        assert "No space left on device" in kafka.server_log.read_text(errors="replace")
+        filler.unlink()  # the operator frees space and starts the broker again
+        kafka.start()
+        got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
+        _assert_same(got, expected, pipeline)
+        _assert_no_revision_has_two_contents(pipeline)
+        assert all(worker.poll() is None for worker in workers), pipeline.logs()
+        # the broker refuses offset commits on its way down: a faust worker that crashed on that
+        # would hang in its shutdown for good (streams/commit_retry.py)
+        assert "Crashed reason" not in _log_text(pipeline)
+    finally:
+        pipeline.stop()
+
+
+@contextmanager
+def _held(workers: list[subprocess.Popen]) -> Iterator[None]:
+    """The workers stopped (SIGSTOP) for the few seconds it takes to load and fill the disk."""
+    for worker in workers:
+        worker.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGCONT)
+
+
+def _fill(directory: Path) -> Path:
+    """A file taking every free byte of the filesystem under ``directory``."""
+    filler = directory / "filler"
+    subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=1M"], capture_output=True)
+    assert shutil.disk_usage(directory).free < 1 << 20
+    return filler
+
+
+def _wait_until_broker_exits(kafka: PrivateKafka, pipeline: Pipeline, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while kafka.pid() is not None:
+        assert time.monotonic() < deadline, f"the broker still runs on a full disk\n{kafka.logs()}"
+        time.sleep(0.5)
