@@ -147,12 +147,13 @@ def test_a_full_log_disk_stops_the_broker_and_after_space_and_a_restart_no_verdi
         _wait_for_first_verdicts(pipeline)
         # the second half's raw lines are on the broker; what the workers make of them is not
         with _held(workers):
-            pipeline.load(*SECOND)
+            pipeline.load(*SECOND[:-1])
             filler = _fill(kafka.data_dir)
         _wait_until_broker_exits(kafka, pipeline)
         assert "No space left on device" in kafka.server_log.read_text(errors="replace")
         filler.unlink()  # the operator frees space and starts the broker again
         kafka.start()
+        pipeline.load(*SECOND[-1:])  # and the workers take new input again
         got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=150)
         _assert_same(got, expected, pipeline)
         _assert_no_revision_has_two_contents(pipeline)
