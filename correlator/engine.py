@@ -4,6 +4,10 @@
 Kafka: the extractor tags lines, symptoms and line counts go to the node side (or straight to a
 workload when the line names it), job events go to the workload side and are fanned out to the
 nodes, node reports go back to the workload side, which decides. Only the transport differs.
+
+The engine is pure: it reads no file, no environment and no clock. The matcher is built by the
+adapter (which chooses where its compiled database is cached) and handed in; event time comes
+from the records (tests/correlator/test_engine_purity.py).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from correlator.workload_side import WorkloadCorrelator
 from extractors.loader import Ruleset
-from extractors.matchers import HyperscanMatcher
+from extractors.matchers import BatchMatcher
 
 __all__ = ["AttributionEngine", "EngineStats"]
 
@@ -39,10 +43,11 @@ class AttributionEngine:
         self,
         ruleset: Ruleset,
         settings: CorrelatorSettings | None = None,
-        matcher: HyperscanMatcher | None = None,
+        *,
+        matcher: BatchMatcher,
     ) -> None:
         self.settings = settings or CorrelatorSettings()
-        self.matcher = matcher or HyperscanMatcher(ruleset)
+        self.matcher = matcher
         self.nodes = NodeCorrelator(self.settings)
         self.workloads = WorkloadCorrelator(ruleset, self.settings)
         self.watermark_ms = 0

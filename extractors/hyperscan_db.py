@@ -1,7 +1,8 @@
 """One Hyperscan database for every pattern of every rule, compiled once per ruleset version.
 
-Compiling a few hundred patterns takes a noticeable fraction of a second, so the serialized
-database is cached on disk under the ruleset digest and loaded with ``loadb`` next time.
+Compiling a few hundred patterns takes seconds, so the serialized database can be cached on disk
+under the ruleset digest and loaded with ``loadb`` next time. The cache directory is the caller's
+(the adapters pass the ``matcher_cache_dir`` setting); given none, nothing touches the disk.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hyperscan
 from extractors.compiled import CompiledRule
 from extractors.loader import RuleError, RuleProblem, Ruleset
 
-__all__ = ["HyperscanDatabase", "build_database"]
+__all__ = ["HyperscanDatabase", "build_database", "cache_file"]
 
 
 class HyperscanDatabase:
@@ -70,28 +71,36 @@ def _locate_error(ruleset: Ruleset, rules: list[CompiledRule]) -> RuleError:
     return RuleError(problems or [RuleProblem("rules", None, None, "Hyperscan refused the ruleset")])
 
 
-def _cache_path(ruleset: Ruleset) -> Path:
-    root = Path(os.environ.get("FAULTSTREAM_CACHE", Path.home() / ".cache" / "faultstream"))
-    return root / "hsdb" / f"{ruleset.digest}-{hyperscan.__version__}.db"
+def cache_file(cache_dir: Path, ruleset: Ruleset) -> Path:
+    return cache_dir / f"{ruleset.digest}-{hyperscan.__version__}.db"
 
 
-def build_database(ruleset: Ruleset, rules: list[CompiledRule], use_cache: bool = True) -> HyperscanDatabase:
+def build_database(
+    ruleset: Ruleset, rules: list[CompiledRule], cache_dir: Path | None = None
+) -> HyperscanDatabase:
+    """Load the database from ``cache_dir`` or compile it (and store it there); no directory, no disk."""
     expressions, flags, owner = _expressions(rules)
-    cache = _cache_path(ruleset)
-    if use_cache and cache.exists():
-        try:
-            database = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
-            database.scratch = hyperscan.Scratch(database)  # loadb leaves no scratch space
-            return HyperscanDatabase(database, owner)
-        except (hyperscan.error, OSError, TypeError):
-            pass  # a stale or truncated cache is rebuilt below
+    cache = None if cache_dir is None else cache_file(cache_dir, ruleset)
+    if cache is not None:
+        cached = _read_cache(cache)
+        if cached is not None:
+            return HyperscanDatabase(cached, owner)
     try:
         database = _compile(expressions, flags)
     except hyperscan.error:
         raise _locate_error(ruleset, rules) from None
-    if use_cache:
+    if cache is not None:
         _write_cache(cache, database)
     return HyperscanDatabase(database, owner)
+
+
+def _read_cache(cache: Path) -> hyperscan.Database | None:
+    try:
+        database = hyperscan.loadb(cache.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database.scratch = hyperscan.Scratch(database)  # loadb leaves no scratch space
+        return database
+    except (hyperscan.error, OSError, TypeError):
+        return None  # absent, stale or truncated: compiled again by the caller
 
 
 def _write_cache(cache: Path, database: hyperscan.Database) -> None:

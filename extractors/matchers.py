@@ -9,13 +9,21 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import accumulate
+from pathlib import Path
+from typing import Protocol
 
 from extractors.compiled import CompiledRule, compile_rules
 from extractors.hyperscan_db import HyperscanDatabase, build_database
 from extractors.loader import Ruleset
 from extractors.symptom import LineLike, Symptom
 
-__all__ = ["HyperscanMatcher", "ReferenceMatcher"]
+__all__ = ["BatchMatcher", "HyperscanMatcher", "ReferenceMatcher"]
+
+
+class BatchMatcher(Protocol):
+    """What the engine needs of a matcher: a batch of lines in, its symptoms out."""
+
+    def extract_batch(self, lines: Sequence[LineLike]) -> list[Symptom]: ...
 
 
 class HyperscanMatcher:
@@ -26,9 +34,11 @@ class HyperscanMatcher:
     is dropped and captures come out exactly as the reference matcher's.
     """
 
-    def __init__(self, ruleset: Ruleset, use_cache: bool = True) -> None:
+    def __init__(self, ruleset: Ruleset, cache_dir: Path | None = None) -> None:
+        """``cache_dir``: where the compiled database is kept between processes (the adapters pass
+        the ``matcher_cache_dir`` setting); None compiles it here and writes nothing."""
         self.rules = compile_rules(ruleset)
-        self._db: HyperscanDatabase = build_database(ruleset, self.rules, use_cache=use_cache)
+        self._db: HyperscanDatabase = build_database(ruleset, self.rules, cache_dir)
         self._scratch = None
 
     def candidates(self, texts: Sequence[str]) -> list[tuple[int, int]]:

@@ -5,6 +5,9 @@ Records are read in file order and handled in batches, as the extractor worker f
 from Kafka. With ``workers > 1`` the per-line work (parse, normalize, extract, collapse) runs in
 worker processes, batch by batch; the correlation stays in this process and consumes the batches
 in file order, so the verdicts are the same whatever the number of workers.
+
+This is the adapter around the pure engine: it reads the recording, builds the matcher (with its
+database cache in ``matcher_cache_dir``) and dates lines without a year near the recording's time.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from streams.gc_policy import relax_for_batches
 from streams.normalize import normalize_record
 from streams.recording import parse_recording_line
 from streams.records import DeadLetter, JobEvent, LogLine
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
-__all__ = ["BacktestResult", "backtest", "default_workers", "latest_revisions"]
+__all__ = ["BacktestResult", "backtest", "default_workers", "latest_revisions", "recording_time_ms"]
 
 #: Bytes of recording per batch (about 4,000 records of a few hundred bytes).
 BATCH_BYTES = 1 << 20
@@ -73,7 +77,9 @@ def _raw_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
             line_no += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
 
 
-def _normalize(first: int, block: bytes) -> tuple[int, list[LogLine], list[JobEvent], list[DeadLetter]]:
+def _normalize(
+    first: int, block: bytes, reference_ms: int | None
+) -> tuple[int, list[LogLine], list[JobEvent], list[DeadLetter]]:
     lines: list[LogLine] = []
     events: list[JobEvent] = []
     dead: list[DeadLetter] = []
@@ -86,7 +92,10 @@ def _normalize(first: int, block: bytes) -> tuple[int, list[LogLine], list[JobEv
         if isinstance(record, DeadLetter):
             dead.append(record)
             continue
-        out = normalize_record(record.topic, record.value, record.key, record.timestamp_ms, record.origin)
+        out = normalize_record(
+            record.topic, record.value, record.key, record.timestamp_ms, record.origin,
+            reference_ms=reference_ms,
+        )  # fmt: skip
         lines += out.lines
         events += out.events
         dead += out.dead
@@ -95,39 +104,51 @@ def _normalize(first: int, block: bytes) -> tuple[int, list[LogLine], list[JobEv
 
 _MATCHER: HyperscanMatcher | ReferenceMatcher | None = None
 _CLAIMS = ClaimCheck(())
+_REFERENCE_MS: int | None = None
 
 
-def _worker_init(
-    ruleset: Ruleset, reference: bool = False, scheduler_hosts: frozenset[str] = frozenset()
-) -> None:
-    global _MATCHER, _CLAIMS
+@dataclass(frozen=True)
+class _WorkerSetup:
+    """What every worker process builds its extraction from."""
+
+    ruleset: Ruleset
+    reference_matcher: bool = False
+    scheduler_hosts: frozenset[str] = frozenset()
+    matcher_cache_dir: Path | None = DEFAULT_MATCHER_CACHE_DIR
+    #: The time a line without a year is dated near when its record carries no time.
+    reference_ms: int | None = None
+
+
+def _worker_init(setup: _WorkerSetup) -> None:
+    global _MATCHER, _CLAIMS, _REFERENCE_MS
     # one database and scratch space per process; the re reference matcher for comparisons
-    _MATCHER = ReferenceMatcher(ruleset) if reference else HyperscanMatcher(ruleset)
-    _CLAIMS = ClaimCheck(scheduler_hosts)
+    _MATCHER = (
+        ReferenceMatcher(setup.ruleset)
+        if setup.reference_matcher
+        else HyperscanMatcher(setup.ruleset, setup.matcher_cache_dir)
+    )
+    _CLAIMS = ClaimCheck(setup.scheduler_hosts)
+    _REFERENCE_MS = setup.reference_ms
     relax_for_batches()
 
 
 def _extract(job: tuple[int, bytes]) -> _Extracted:
     first, block = job
     assert _MATCHER is not None
-    records, lines, events, dead = _normalize(first, block)
+    records, lines, events, dead = _normalize(first, block, _REFERENCE_MS)
     symptoms = _CLAIMS.keep_own_nodes(_MATCHER.extract_batch(lines))
     latest = max((line.time_ms for line in lines), default=None)
     by_rule = Counter(s.rule_id for s in symptoms)
     return _Extracted(records, len(lines), events, collapse_batch(lines, symptoms), latest, dead, by_rule)
 
 
-def _extracted_batches(
-    path: Path, ruleset: Ruleset, workers: int, size: int, reference: bool, scheduler_hosts: frozenset[str]
-) -> Iterator[_Extracted]:
+def _extracted_batches(path: Path, setup: _WorkerSetup, workers: int, size: int) -> Iterator[_Extracted]:
     if workers <= 1:
-        _worker_init(ruleset, reference, scheduler_hosts)
+        _worker_init(setup)
         yield from map(_extract, _raw_blocks(path, size))
         return
     context = multiprocessing.get_context("fork")
-    with context.Pool(
-        workers, initializer=_worker_init, initargs=(ruleset, reference, scheduler_hosts)
-    ) as pool:
+    with context.Pool(workers, initializer=_worker_init, initargs=(setup,)) as pool:
         yield from pool.imap(_extract, _raw_blocks(path, size), chunksize=1)
 
 
@@ -149,13 +170,25 @@ def backtest(
     batch_bytes: int = BATCH_BYTES,
     workers: int = 1,
     reference_matcher: bool = False,
+    matcher_cache_dir: Path | None = DEFAULT_MATCHER_CACHE_DIR,
+    reference_ms: int | None = None,
 ) -> BacktestResult:
-    """Replay ``path``; ``reference_matcher`` swaps Hyperscan for the ``re`` matcher (benchmarks)."""
+    """Replay ``path``; ``reference_matcher`` swaps Hyperscan for the ``re`` matcher (benchmarks).
+
+    ``reference_ms`` dates a syslog line without a year when its record has no timestamp: by
+    default the recording's time (the file's modification time), never the day of the backtest.
+    """
     engine = AttributionEngine(ruleset, settings, matcher=_NoMatcher())
     result = BacktestResult([], [], engine=engine)
     started = time.perf_counter()
-    hosts = engine.settings.scheduler_hosts
-    for extracted in _extracted_batches(path, ruleset, workers, batch_bytes, reference_matcher, hosts):
+    setup = _WorkerSetup(
+        ruleset,
+        reference_matcher,
+        engine.settings.scheduler_hosts,
+        matcher_cache_dir,
+        recording_time_ms(path) if reference_ms is None else reference_ms,
+    )
+    for extracted in _extracted_batches(path, setup, workers, batch_bytes):
         result.records += extracted.records
         result.dead_letters += extracted.dead
         engine.stats.lines += extracted.lines
@@ -166,6 +199,11 @@ def backtest(
     result.seconds = time.perf_counter() - started
     result.dead_reasons.update(_reason_kind(d.reason) for d in result.dead_letters)
     return result
+
+
+def recording_time_ms(path: Path) -> int:
+    """When the recording was written: the reference for its lines that carry no year."""
+    return path.stat().st_mtime_ns // 1_000_000
 
 
 class _NoMatcher:

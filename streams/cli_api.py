@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 from pathlib import Path
 
@@ -33,8 +32,10 @@ def run_api(args: argparse.Namespace) -> int:
     from sinks.redis_keys import redacted
     from streams.api.server import ApiSettings, serve
     from streams.cli import UsageError
+    from streams.settings import load_settings
 
-    url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    site = load_settings()  # REDIS_URL, FAULTSTREAM_REDIS_PREFIX, the matcher's cache, as the workers read them
+    url = args.redis_url or site.redis_url
     try:
         check_url(url)
     except ValueError as exc:
@@ -44,8 +45,9 @@ def run_api(args: argparse.Namespace) -> int:
         port=args.port,
         web_port=args.web_port,
         redis_url=url,
-        prefix=args.prefix or os.environ.get("FAULTSTREAM_REDIS_PREFIX") or "faultstream:",
+        prefix=args.prefix or site.redis_prefix,
         rules=args.rules,
+        matcher_cache_dir=site.matcher_cache_dir,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:

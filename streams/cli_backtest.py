@@ -71,14 +71,16 @@ def run_backtest(args: argparse.Namespace) -> int:
         else CorrelatorSettings(grace_s=args.grace, tail_s=min(args.grace, CorrelatorSettings.tail_s))
     )
     # the scheduler hosts are the site's, as the live pipeline has them (FAULTSTREAM_SCHEDULER_HOSTS)
-    settings = replace(settings, scheduler_hosts=load_settings().correlator_settings().scheduler_hosts)
+    site = load_settings()
+    cache_dir = site.matcher_cache_dir
+    settings = replace(settings, scheduler_hosts=site.correlator_settings().scheduler_hosts)
     if args.baseline is not None:
-        return _diff_against_baseline(args, ruleset, settings)
+        return _diff_against_baseline(args, ruleset, settings, cache_dir)
     out: TextIO = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     try:
         for path in args.input:
             workers = args.workers or default_workers(path.stat().st_size)
-            result = backtest(path, ruleset, settings, workers=workers)
+            result = backtest(path, ruleset, settings, workers=workers, matcher_cache_dir=cache_dir)
             verdicts = result.verdicts if args.all_revisions else latest_revisions(result.verdicts)
             if args.format == "table":
                 out.write(verdict_table(verdicts) + "\n")
@@ -92,14 +94,14 @@ def run_backtest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _diff_against_baseline(args: argparse.Namespace, candidate, settings) -> int:
+def _diff_against_baseline(args: argparse.Namespace, candidate, settings, matcher_cache_dir: Path) -> int:
     from extractors.loader import load_ruleset
     from streams.cli_replay import diff_recording, print_diff
 
     baseline = load_ruleset(args.baseline)
     changed = False
     for path in args.input:
-        diff = diff_recording(path, baseline, candidate, settings)
+        diff = diff_recording(path, baseline, candidate, settings, matcher_cache_dir)
         print_diff(diff, args.format == "json", f"{path}:")
         changed = changed or bool(diff.changes)
     return 1 if args.fail_on_change and changed else 0

@@ -43,12 +43,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from extractors.loader import load_ruleset
     from streams.cli import UsageError
     from streams.evaluation import LabelError, evaluate, load_labels
+    from streams.settings import load_settings
 
     try:
         rows = load_labels(args.labels or [DEFAULT_LABELS])
     except LabelError as exc:
         raise UsageError(f"invalid labels:\n{exc}") from None
-    report = evaluate(rows, load_ruleset(args.rules), args.split, args.family, cascades=args.cascades)
+    ruleset, cache_dir = load_ruleset(args.rules), load_settings().matcher_cache_dir
+    report = evaluate(rows, ruleset, args.split, args.family, args.cascades, matcher_cache_dir=cache_dir)
     if args.json:
         data = report.to_dict() | {"split": args.split}
         if args.misses:

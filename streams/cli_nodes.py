@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -34,9 +33,10 @@ def run_nodes(args: argparse.Namespace) -> int:
     from sinks.redis_client import RedisError
     from sinks.redis_keys import redacted
     from streams.cli import UsageError
+    from streams.settings import load_settings
 
-    url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
-    prefix = args.prefix or os.environ.get("FAULTSTREAM_REDIS_PREFIX") or "faultstream:"
+    site = load_settings()  # REDIS_URL and FAULTSTREAM_REDIS_PREFIX, as the workers read them
+    url, prefix = args.redis_url or site.redis_url, args.prefix or site.redis_prefix
     if args.top < 1:
         raise UsageError(f"--top must be 1 or more, got {args.top}")
     try:

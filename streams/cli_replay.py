@@ -104,7 +104,9 @@ def run_replay(args: argparse.Namespace) -> int:
         quiet = False if args.json else None  # progress only on a terminal, never with --json
         dumped = asyncio.run(dump_range(settings, read, recording, show_progress=quiet, inner=span))
         baseline, candidate = load_ruleset(args.baseline), load_ruleset(args.rules)
-        diff = diff_recording(recording, baseline, candidate, settings.correlator_settings())
+        diff = diff_recording(
+            recording, baseline, candidate, settings.correlator_settings(), settings.matcher_cache_dir
+        )
     # runs that ended in [since, until): in event time, which for records replayed by
     # `faultstream load` is the recorded time, not the Kafka timestamp the range selects on
     ended = dumped.inner_event_span or span
@@ -115,12 +117,14 @@ def run_replay(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_change and diff.changes else 0
 
 
-def diff_recording(recording: Path, baseline: Ruleset, candidate: Ruleset, settings) -> VerdictDiff:
+def diff_recording(
+    recording: Path, baseline: Ruleset, candidate: Ruleset, settings, matcher_cache_dir: Path | None
+) -> VerdictDiff:
     from streams.backtest import backtest
     from streams.verdict_diff import diff_runs
 
-    before = summarize(backtest(recording, baseline, settings), baseline)
-    after = summarize(backtest(recording, candidate, settings), candidate)
+    before = summarize(backtest(recording, baseline, settings, matcher_cache_dir=matcher_cache_dir), baseline)
+    after = summarize(backtest(recording, candidate, settings, matcher_cache_dir=matcher_cache_dir), candidate)
     return diff_runs(before, after)
 
 

@@ -9,15 +9,16 @@ import orjson
 
 from extractors.examples import check_examples
 from extractors.explain import explain_line
-from extractors.loader import load_ruleset
+from extractors.loader import Ruleset, load_ruleset
 from extractors.matchers import HyperscanMatcher
+from streams.settings import load_settings
 
 __all__ = ["rules_check", "rules_explain"]
 
 
 def rules_check(rules_dir: Path | None) -> int:
     ruleset = load_ruleset(rules_dir)
-    results = check_examples(ruleset)
+    results = check_examples(ruleset, _matcher(ruleset))
     failed = [r for r in results if not r.ok]
     for result in failed:
         print(f"FAIL {result.rule_id} [{result.kind}] {result.message}: {result.line}", file=sys.stderr)
@@ -30,10 +31,14 @@ def rules_check(rules_dir: Path | None) -> int:
 
 
 def rules_explain(rules_dir: Path | None, line: str, source: str | None) -> int:
-    matcher = HyperscanMatcher(load_ruleset(rules_dir))
+    matcher = _matcher(load_ruleset(rules_dir))
     hits = explain_line(matcher, line, source)
     for hit in hits:
         sys.stdout.write(orjson.dumps(hit).decode() + "\n")
     if not hits:
         print("no rule matches this line", file=sys.stderr)
     return 0
+
+
+def _matcher(ruleset: Ruleset) -> HyperscanMatcher:
+    return HyperscanMatcher(ruleset, load_settings().matcher_cache_dir)

@@ -35,6 +35,7 @@ from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
 from streams.normalize import normalize_record
 from streams.records import JobEvent, LogLine
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = [
     "DOMAINS",
@@ -195,10 +196,15 @@ class LineOutcome:
 class LineJudge:
     """Runs one labelled line through a fresh engine; the matcher is built once and shared."""
 
-    def __init__(self, ruleset: Ruleset, settings: CorrelatorSettings | None = None) -> None:
+    def __init__(
+        self,
+        ruleset: Ruleset,
+        settings: CorrelatorSettings | None = None,
+        matcher_cache_dir: Path | None = DEFAULT_MATCHER_CACHE_DIR,
+    ) -> None:
         self.ruleset = ruleset
         self.settings = settings or CorrelatorSettings(grace_s=1.0, tail_s=1.0)
-        self.matcher = HyperscanMatcher(ruleset)
+        self.matcher = HyperscanMatcher(ruleset, matcher_cache_dir)
 
     def judge(self, row: LabelledLine, number: int, survivors: Sequence[LabelledLine] = ()) -> LineOutcome:
         """The line alone on its node; with ``survivors``, each of them logged by one more node of
@@ -379,6 +385,7 @@ def evaluate(
     split: str = "all",
     families: Iterable[str] = (),
     cascades: bool = False,
+    matcher_cache_dir: Path | None = DEFAULT_MATCHER_CACHE_DIR,
 ) -> EvaluationReport:
     """Judge every row of ``split`` (dev, test or all), optionally of some families only; with
     ``cascades``, also every failure line with a known domain amid survivors' noise."""
@@ -386,7 +393,7 @@ def evaluate(
     chosen = [
         row for row in rows if (split == "all" or row.split == split) and (not wanted or row.family in wanted)
     ]
-    judge = LineJudge(ruleset)
+    judge = LineJudge(ruleset, matcher_cache_dir=matcher_cache_dir)
     report = EvaluationReport.of([judge.judge(row, number) for number, row in enumerate(chosen, start=1)])
     if cascades:
         noise = [

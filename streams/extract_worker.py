@@ -62,7 +62,7 @@ class ExtractorWorker:
     def __init__(self, settings: Settings, ruleset: Ruleset, group_id: str | None = None) -> None:
         self.settings = settings
         self.topics = Topics.from_settings(settings)
-        self.matcher = HyperscanMatcher(ruleset)
+        self.matcher = HyperscanMatcher(ruleset, settings.matcher_cache_dir)
         self.claims = ClaimCheck(
             settings.scheduler_hosts or (),
             on_ignored=lambda lines: metrics.count_ignored_claims("extractor", lines),

@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from correlator.settings import CorrelatorSettings
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["DEFAULT_MATCHER_CACHE_DIR", "Settings", "load_settings"]
 
 
 #: Settings also read from the environment under their plain names, as other Kafka and Redis
@@ -31,6 +31,17 @@ ENV_ALIASES = {
         "kafka_ssl_keyfile",
     )
 }  # fmt: skip
+
+
+def default_matcher_cache_dir() -> Path:
+    # where the database has always been cached: under the scripts' cache root (FAULTSTREAM_CACHE,
+    # which also holds the Kafka jars), so a machine keeps one cache directory
+    root = os.environ.get("FAULTSTREAM_CACHE") or Path.home() / ".cache" / "faultstream"
+    return Path(root) / "hsdb"
+
+
+#: The compiled Hyperscan database's cache when no setting names one.
+DEFAULT_MATCHER_CACHE_DIR = default_matcher_cache_dir()
 
 
 def _aliased(name: str) -> AliasChoices:
@@ -66,6 +77,9 @@ class Settings(BaseSettings):
     partitions: int = 4
 
     rules_dir: Path | None = None
+    #: Where every process keeps the compiled Hyperscan database (one file per ruleset digest),
+    #: so a start loads it instead of compiling for seconds. The adapters hand it to the matcher.
+    matcher_cache_dir: Path = Field(default_factory=default_matcher_cache_dir)
     grace_s: float = 30.0
     tail_s: float = 30.0
     lookback_s: float = 300.0

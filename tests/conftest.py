@@ -29,6 +29,15 @@ def bundled_ruleset():
     return load_ruleset(REPO / "rules")
 
 
+@pytest.fixture(scope="session")
+def bundled_matcher(bundled_ruleset):
+    """The Hyperscan matcher of the bundled rules, from the default cache (compiling takes seconds)."""
+    from extractors.matchers import HyperscanMatcher
+    from streams.settings import DEFAULT_MATCHER_CACHE_DIR
+
+    return HyperscanMatcher(bundled_ruleset, DEFAULT_MATCHER_CACHE_DIR)
+
+
 def write_ruleset(root: Path, files: dict[str, str]) -> Path:
     """Lay out an inline ruleset (``relative path -> YAML``) under ``root``."""
     for relative, text in files.items():

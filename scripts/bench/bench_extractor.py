@@ -381,7 +381,7 @@ def faust_agent(settings: Settings, progress_path: Path) -> None:
     from streams.normalize import normalize_record
 
     topics = Topics.from_settings(settings)
-    matcher = HyperscanMatcher(load_ruleset())
+    matcher = HyperscanMatcher(load_ruleset(), settings.matcher_cache_dir)
     app = faust.App(
         f"{settings.namespace}bench-faust-agent",
         broker=f"kafka://{settings.kafka_bootstrap_servers}",

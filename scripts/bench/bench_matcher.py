@@ -14,6 +14,7 @@ from extractors.examples import ExampleLine
 from extractors.loader import load_ruleset
 from extractors.matchers import HyperscanMatcher, ReferenceMatcher
 from scripts.bench.workload import lines
+from streams.settings import load_settings
 
 
 def _rate(matcher, batch: list, size: int) -> tuple[float, int]:
@@ -32,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     ruleset = load_ruleset()
     batch = [ExampleLine(text=t, source=s, host=h, origin="b") for t, s, h in lines(args.lines)]
-    fast, slow = HyperscanMatcher(ruleset), ReferenceMatcher(ruleset)
+    fast, slow = HyperscanMatcher(ruleset, load_settings().matcher_cache_dir), ReferenceMatcher(ruleset)
     _rate(fast, batch[:10_000], args.batch)  # warm up
     hs_rate, hs_found = _rate(fast, batch, args.batch)
     per_line_rate, _ = _rate(fast, batch[: args.re_lines * 5], 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,6 +26,7 @@ from streams.api.models import (
 from streams.api.openapi import OPENAPI
 from streams.api.response import attribution_response
 from streams.api.store import ATTRIBUTOR_ID_BASE, AttributorStore, StoredAttributor
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = ["MAX_REQUEST_BYTES", "api_app"]
 
@@ -37,6 +39,7 @@ MAX_PAGE = 500
 STORE = web.AppKey("store", AttributorStore)
 RULESET = web.AppKey("ruleset", Ruleset)
 PREFIX = web.AppKey("prefix", str)
+MATCHER_CACHE_DIR = web.AppKey("matcher_cache_dir", Path)
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -190,7 +193,8 @@ async def get_attribution(request: web.Request) -> web.Response:
         return await _stream_attribution(request, raw)
     evidence = await _evidence(request, attributor)
     try:
-        verdict = await asyncio.to_thread(attribute, evidence, request.app[RULESET])
+        app = request.app
+        verdict = await asyncio.to_thread(attribute, evidence, app[RULESET], app[MATCHER_CACHE_DIR])
     except NotAttributable as exc:
         raise ApiInputError(str(exc), 409) from exc
     lines = [
@@ -221,9 +225,12 @@ async def get_recording(request: web.Request) -> web.Response:
     return web.Response(body=body, content_type="application/x-ndjson")
 
 
-def api_app(store: AttributorStore, ruleset: Ruleset, prefix: str) -> web.Application:
+def api_app(
+    store: AttributorStore, ruleset: Ruleset, prefix: str, matcher_cache_dir: Path = DEFAULT_MATCHER_CACHE_DIR
+) -> web.Application:
     app = web.Application(middlewares=[json_errors], client_max_size=MAX_REQUEST_BYTES)
     app[STORE], app[RULESET], app[PREFIX] = store, ruleset, prefix
+    app[MATCHER_CACHE_DIR] = matcher_cache_dir
     app.router.add_get("/v2/healthz", healthz)
     app.router.add_get("/v2/openapi.json", openapi)
     app.router.add_post("/v2/attributor", create_attributor)

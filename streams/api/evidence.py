@@ -23,6 +23,7 @@ from extractors.loader import Ruleset
 from streams.api.models import Workload
 from streams.api.store import StoredObservation
 from streams.backtest import backtest, latest_revisions
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = [
     "AttributorEvidence",
@@ -161,7 +162,9 @@ def recording_jsonl(evidence: AttributorEvidence) -> bytes:
     return b"".join(orjson.dumps(record) + b"\n" for record in recording_records(evidence))
 
 
-def attribute(evidence: AttributorEvidence, ruleset: Ruleset) -> Verdict:
+def attribute(
+    evidence: AttributorEvidence, ruleset: Ruleset, matcher_cache_dir: Path | None = DEFAULT_MATCHER_CACHE_DIR
+) -> Verdict:
     """The verdict ``faultstream backtest`` gives on this evidence (its last revision)."""
     if evidence.workload.job_end_time is None or evidence.workload.status not in TERMINAL_STATES:
         raise NotAttributable("the workload has not ended: set job_end_time and a terminal status")
@@ -169,7 +172,7 @@ def attribute(evidence: AttributorEvidence, ruleset: Ruleset) -> Verdict:
         path = Path(scratch) / "evidence.jsonl"
         path.write_bytes(recording_jsonl(evidence))
         with _BACKTEST_LOCK:
-            verdicts = latest_revisions(backtest(path, ruleset).verdicts)
+            verdicts = latest_revisions(backtest(path, ruleset, matcher_cache_dir=matcher_cache_dir).verdicts)
     mine = [v for v in verdicts if v.workload_id == evidence.workload.workload_id]
     if not mine:
         raise NotAttributable("the engine found no run of this workload in its evidence")

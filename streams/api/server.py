@@ -14,6 +14,7 @@ from extractors.loader import load_ruleset
 from streams.api.app import api_app
 from streams.api.dashboard import dashboard_app
 from streams.api.store import AttributorStore
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = ["ApiSettings", "serve"]
 
@@ -31,6 +32,7 @@ class ApiSettings:
     redis_url: str
     prefix: str
     rules: Path | None = None
+    matcher_cache_dir: Path = DEFAULT_MATCHER_CACHE_DIR
 
 
 async def serve(settings: ApiSettings, started: asyncio.Event | None = None) -> None:
@@ -38,8 +40,9 @@ async def serve(settings: ApiSettings, started: asyncio.Event | None = None) -> 
     pool = BlockingConnectionPool.from_url(settings.redis_url, max_connections=REDIS_CONNECTIONS, timeout=30)
     client = Redis(connection_pool=pool, client_name="faultstream-api")
     await client.ping()  # fail at start, with the reason, rather than on the first request
+    store = AttributorStore(client, settings.prefix)
     runners = [
-        web.AppRunner(api_app(AttributorStore(client, settings.prefix), ruleset, settings.prefix)),
+        web.AppRunner(api_app(store, ruleset, settings.prefix, settings.matcher_cache_dir)),
         web.AppRunner(dashboard_app(client, settings.prefix)),
     ]
     try:

@@ -45,10 +45,16 @@ def normalize_record(
     timestamp_ms: int | None,
     origin: str,
     topics: Mapping[str, str] = DEFAULT_TOPICS,
+    reference_ms: int | None = None,
 ) -> Normalized:
-    """Normalize one record. ``value`` is a decoded JSON object, a raw line, or bytes of either."""
+    """Normalize one record. ``value`` is a decoded JSON object, a raw line, or bytes of either.
+
+    A syslog header without a year is dated near the record's own time (its time field, else
+    ``timestamp_ms``), else near ``reference_ms``, which the caller chooses (the backtest: the
+    recording's time). With none of them the header gives no time: nothing here reads the clock.
+    """
     try:
-        return _normalize(topic, value, key, timestamp_ms, origin, topics)
+        return _normalize(topic, value, key, timestamp_ms, origin, topics, reference_ms)
     except RecordError as error:
         return _dead(str(error), topic, origin, value)
     except Exception as error:  # a bug must cost one record, never the stream
@@ -62,6 +68,7 @@ def _normalize(
     timestamp_ms: int | None,
     origin: str,
     topics: Mapping[str, str],
+    reference_ms: int | None,
 ) -> Normalized:
     source = topics.get(topic)
     if source is None:
@@ -69,15 +76,16 @@ def _normalize(
             raise RecordError(f"unknown topic {topic!r}")
         source = FALLBACK_LOG_SOURCE
     kafka_ms = _kafka_ms(timestamp_ms)
+    year_ref_ms = kafka_ms if kafka_ms is not None else reference_ms
     if type(value) is bytes and source != SCHEDULER_SOURCE:
-        line = common_json_line(value, source, _key(key), kafka_ms, origin)
+        line = common_json_line(value, source, _key(key), kafka_ms, origin, year_ref_ms)
         if line is not None:
             return Normalized([line], [], [])
     value = _decode(value)
     if source == SCHEDULER_SOURCE:
         events, lines = _scheduler(value, kafka_ms, origin)
         return Normalized(lines, events, [])
-    return Normalized(normalize_log_record(value, source, _key(key), kafka_ms, origin), [], [])
+    return Normalized(normalize_log_record(value, source, _key(key), kafka_ms, origin, year_ref_ms), [], [])
 
 
 def _scheduler(

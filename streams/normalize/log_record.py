@@ -4,7 +4,8 @@ Precedence, the same for both shapes:
 
 * text: the original line as shipped, trailing newline stripped; rsyslog's ``#012`` and real
   newlines split it into one LogLine per non-empty line (they share host, time and workload);
-* time: the line's own wall-clock header → the record's time field → the Kafka timestamp;
+* time: the line's own wall-clock header → the record's time field → the Kafka timestamp (a
+  header without a year takes it from the record's time, else from the caller's reference);
 * host: the line's own header → the record's host field → the Kafka key. A record with none is
   dead, unless its fields name a workload (it still belongs to that job).
 """
@@ -30,19 +31,31 @@ NO_TIME = "no event time: no time in the line, no record time field, no Kafka ti
 
 
 def normalize_log_record(
-    value: dict[str, Any] | str, source: str, key: str | None, kafka_ms: int | None, origin: str
+    value: dict[str, Any] | str,
+    source: str,
+    key: str | None,
+    kafka_ms: int | None,
+    origin: str,
+    year_ref_ms: int | None = None,
 ) -> list[LogLine]:
+    """``year_ref_ms``: what dates a header without a year when the record has no time field
+    (the Kafka timestamp, else the caller's reference)."""
     if isinstance(value, str):
-        return _string_lines(value, source, key, kafka_ms, origin)
-    return _json_lines(value, source, key, kafka_ms, origin)
+        return _string_lines(value, source, key, kafka_ms, origin, year_ref_ms)
+    return _json_lines(value, source, key, kafka_ms, origin, year_ref_ms)
 
 
 def _json_lines(
-    record: dict[str, Any], source: str, key: str | None, kafka_ms: int | None, origin: str
+    record: dict[str, Any],
+    source: str,
+    key: str | None,
+    kafka_ms: int | None,
+    origin: str,
+    year_ref_ms: int | None,
 ) -> list[LogLine]:
     texts = split_lines(record_text(record))
     field_ms = record_time_ms(record)
-    own_ms, own_host = parse_line_header(texts[0], field_ms if field_ms is not None else kafka_ms)
+    own_ms, own_host = parse_line_header(texts[0], field_ms if field_ms is not None else year_ref_ms)
     workload, rank = workload_and_rank(record)
     if source in USER_WRITTEN_SOURCES:  # the text's "header" is the user's: the fields win
         own_ms, own_host = (None, None) if record_host(record) or key else (own_ms, own_host)
@@ -54,7 +67,7 @@ def _json_lines(
 
 
 def common_json_line(
-    raw: bytes, source: str, key: str | None, kafka_ms: int | None, origin: str
+    raw: bytes, source: str, key: str | None, kafka_ms: int | None, origin: str, year_ref_ms: int | None = None
 ) -> LogLine | None:
     """The record nearly every shipper sends, in one pass: a JSON object with one line of text,
     a host and a time, naming no workload. Same answer as ``_json_lines``; None means "not that
@@ -83,7 +96,7 @@ def common_json_line(
     field_ms = None if stamp is None else time_value_ms(stamp)
     if stamp is not None and field_ms is None:
         return None
-    own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else kafka_ms)
+    own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else year_ref_ms)
     if source in USER_WRITTEN_SOURCES and (record_host(record) or key):
         own_ms, own_host = None, None  # as in _json_lines
     host = own_host or record_host(record) or key
@@ -93,9 +106,11 @@ def common_json_line(
     return LogLine(text, host, time_ms, source, origin, None, None)
 
 
-def _string_lines(text: str, source: str, key: str | None, kafka_ms: int | None, origin: str) -> list[LogLine]:
+def _string_lines(
+    text: str, source: str, key: str | None, kafka_ms: int | None, origin: str, year_ref_ms: int | None
+) -> list[LogLine]:
     texts = split_lines(text)
-    own_ms, own_host = parse_line_header(texts[0], kafka_ms)
+    own_ms, own_host = parse_line_header(texts[0], year_ref_ms)
     host = own_host or key
     if host is None:
         raise RecordError(NO_HOST_IN_LINE)

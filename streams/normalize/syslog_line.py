@@ -16,7 +16,7 @@ Anything else has no header: (None, None). Zone-less header times are taken as U
 
 from __future__ import annotations
 
-from streams.normalize.times import DAY_MS, MONTHS, civil_ms, date_ms, now_ms, rfc3339_ms, valid_date, year_at
+from streams.normalize.times import DAY_MS, MONTHS, civil_ms, date_ms, rfc3339_ms, valid_date, year_at
 
 __all__ = ["Header", "parse_line_header"]
 
@@ -27,7 +27,8 @@ _WEEKDAYS = frozenset({"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"})
 
 
 def parse_line_header(line: str, ref_ms: int | None) -> Header:
-    """``ref_ms`` (the record's own time, if any) supplies the year an RFC 3164 header lacks."""
+    """``ref_ms`` (the record's own time, else the caller's reference) supplies the year an RFC 3164
+    header lacks; without one such a header gives no time (the clock is never a reference)."""
     first = line[:1]
     if first == "<":
         return _after_pri(line, ref_ms)
@@ -89,15 +90,12 @@ def _rfc3164(rest: str, month: int, ref_ms: int | None) -> Header:
     if len(digits) != 6 or not digits.isdecimal():
         return _NONE
     clock_ms = int(digits[:2]) * 3_600_000 + int(digits[2:4]) * 60_000 + int(digits[4:]) * 1000
-    return _infer_year(month, int(day_text), clock_ms, ref_ms), _host_token(rest[9:])
+    stamp = None if ref_ms is None else _infer_year(month, int(day_text), clock_ms, ref_ms)
+    return stamp, _host_token(rest[9:])
 
 
-def _infer_year(month: int, day: int, clock_ms: int, ref: int | None) -> int:
-    """The year RFC 3164 leaves out: the reference's, or the one before when that is > 1 day ahead.
-
-    The reference is the record's own time, else now.
-    """
-    ref_ms = now_ms() if ref is None else ref
+def _infer_year(month: int, day: int, clock_ms: int, ref_ms: int) -> int:
+    """The year RFC 3164 leaves out: the reference's, or the one before when that is > 1 day ahead."""
     year = year_at(ref_ms)
     stamp = date_ms(year, month, day) + clock_ms
     if stamp > ref_ms + DAY_MS:

@@ -52,8 +52,9 @@ def nccl(host: str, text: str) -> str:
 
 
 @pytest.fixture
-def engine(bundled_ruleset):
-    return AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30))
+def engine(bundled_ruleset, bundled_matcher):
+    settings = CorrelatorSettings(grace_s=30, tail_s=30)
+    return AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
 
 
 def verdict_of(engine, lines: list[LogLine], events: list[JobEvent]):

@@ -41,9 +41,9 @@ def end() -> JobEvent:
 
 
 @pytest.fixture
-def engine(bundled_ruleset) -> AttributionEngine:
+def engine(bundled_ruleset, bundled_matcher) -> AttributionEngine:
     settings = CorrelatorSettings(grace_s=30, tail_s=30, scheduler_hosts=frozenset({CONTROLLER}))
-    return AttributionEngine(bundled_ruleset, settings)
+    return AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
 
 
 def decide(engine: AttributionEngine, batches: list[tuple[list[LogLine], list[JobEvent]]]):
@@ -92,10 +92,11 @@ def test_a_job_id_in_a_line_from_one_of_the_jobs_own_nodes_still_counts(engine):
 
 
 def test_without_configured_scheduler_hosts_claims_are_not_checked_and_the_controllers_line_counts(
-    bundled_ruleset,
+    bundled_ruleset, bundled_matcher
 ):
     """No trust anchor, no check: an unconfigured site keeps slurmctld's evidence (claims.py)."""
-    engine = AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30))
+    settings = CorrelatorSettings(grace_s=30, tail_s=30)
+    engine = AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
     verdict = decide(engine, [([], [start()]), ([syslog(CONTROLLER, 100)], []), ([], [end()])])
     assert verdict.responsible_nodes == ["gpu003"]
     assert engine.workloads.claims.ignored_lines == {}

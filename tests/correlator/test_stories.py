@@ -10,6 +10,7 @@ import pytest
 from correlator.engine import AttributionEngine
 from correlator.settings import CorrelatorSettings
 from extractors.loader import load_ruleset
+from extractors.matchers import HyperscanMatcher
 from streams.records import JobEvent, LogLine
 from tests.conftest import write_ruleset
 from tests.correlator.story_rules import story_ruleset_files
@@ -52,7 +53,8 @@ def end(job: str, seconds: float, state: str, nodes=NODES, start_s: float = 0, *
 @pytest.fixture
 def engine(tmp_path):
     ruleset = load_ruleset(write_ruleset(tmp_path, story_ruleset_files()))
-    return AttributionEngine(ruleset, CorrelatorSettings(grace_s=30, tail_s=30))
+    settings = CorrelatorSettings(grace_s=30, tail_s=30)
+    return AttributionEngine(ruleset, settings, matcher=HyperscanMatcher(ruleset))
 
 
 def run(engine, batches) -> list:

@@ -10,15 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from extractors.examples import ExampleLine
-from extractors.matchers import HyperscanMatcher, ReferenceMatcher
+from extractors.matchers import ReferenceMatcher
 from extractors.rule_model import SOURCES
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real-lines.jsonl"
 
 
 @pytest.fixture(scope="module")
-def matchers(bundled_ruleset):
-    return HyperscanMatcher(bundled_ruleset), ReferenceMatcher(bundled_ruleset)
+def matchers(bundled_ruleset, bundled_matcher):
+    return bundled_matcher, ReferenceMatcher(bundled_ruleset)
 
 
 def _key(found):

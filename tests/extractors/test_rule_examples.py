@@ -6,10 +6,12 @@ import pytest
 
 from extractors.examples import check_examples
 from extractors.loader import load_ruleset
+from extractors.matchers import HyperscanMatcher
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 from tests.conftest import REPO
 
 _RULESET = load_ruleset(REPO / "rules")
-_RESULTS = check_examples(_RULESET)
+_RESULTS = check_examples(_RULESET, HyperscanMatcher(_RULESET, DEFAULT_MATCHER_CACHE_DIR))
 
 
 def _id(index: int) -> str:

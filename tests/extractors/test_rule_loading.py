@@ -6,8 +6,10 @@ import shutil
 
 import pytest
 
+from extractors.hyperscan_db import cache_file
 from extractors.loader import RuleError, load_ruleset
 from extractors.matchers import HyperscanMatcher
+from streams.records import LogLine
 from tests.conftest import REPO, write_ruleset
 
 GOOD = """schema: symptom-rule/v1
@@ -32,6 +34,17 @@ def test_a_valid_ruleset_has_a_version_made_of_semver_and_content_hash(tmp_path)
     assert ruleset.version.startswith("1.2.3+") and len(ruleset.digest) == 12
     (tmp_path / "symptoms/t/t.good.yaml").write_text(GOOD.replace("priority: 60", "priority: 61"))
     assert load_ruleset(tmp_path).version != ruleset.version
+
+
+def test_the_compiled_database_is_kept_in_the_directory_the_caller_names(tmp_path):
+    ruleset = load_ruleset(write_ruleset(tmp_path / "rules", {"symptoms/t/t.good.yaml": GOOD}))
+    cache_dir = tmp_path / "hsdb"
+    HyperscanMatcher(ruleset, cache_dir)
+    assert [path.name for path in cache_dir.iterdir()] == [cache_file(cache_dir, ruleset).name]
+    # the next process loads it from there and matches as the compiled one did
+    loaded = HyperscanMatcher(ruleset, cache_dir)
+    [symptom] = loaded.extract_batch([LogLine("GOOD 7", "gpu001", 1, "syslog", "o")])
+    assert symptom.captures == {"n": "7"}
 
 
 def test_unknown_key_is_reported_with_file_and_line(tmp_path):
@@ -86,7 +99,7 @@ def test_a_pattern_hyperscan_refuses_names_rule_file_and_hyperscan_message(tmp_p
     write_ruleset(tmp_path, {"symptoms/t/t.good.yaml": lookahead})
     ruleset = load_ruleset(tmp_path)
     with pytest.raises(RuleError) as caught:
-        HyperscanMatcher(ruleset, use_cache=False)
+        HyperscanMatcher(ruleset)
     text = str(caught.value)
     assert "t.good.yaml" in text and "[t.good]" in text and "Hyperscan:" in text
 

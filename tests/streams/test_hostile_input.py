@@ -20,7 +20,7 @@ from aiokafka.structs import ConsumerRecord
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from extractors.matchers import HyperscanMatcher, ReferenceMatcher
+from extractors.matchers import ReferenceMatcher
 from streams import wire
 from streams.extract_worker import ExtractorWorker, _dead_value
 from streams.normalize import normalize_record
@@ -150,8 +150,8 @@ LINES = st.lists(
 )
 
 
-def test_the_rule_matchers_take_any_text_and_agree(bundled_ruleset) -> None:
-    fast, slow = HyperscanMatcher(bundled_ruleset), ReferenceMatcher(bundled_ruleset)
+def test_the_rule_matchers_take_any_text_and_agree(bundled_ruleset, bundled_matcher) -> None:
+    fast, slow = bundled_matcher, ReferenceMatcher(bundled_ruleset)
 
     @FUZZ
     @given(lines=LINES)
@@ -215,11 +215,11 @@ def test_every_scheduler_normalizer_takes_hostile_fields(record: dict, timestamp
 # Counterexamples hypothesis found while these properties were written: kept as regression tests.
 
 
-def test_a_lone_surrogate_in_a_line_is_scanned_not_a_crash(bundled_ruleset) -> None:
+def test_a_lone_surrogate_in_a_line_is_scanned_not_a_crash(bundled_matcher) -> None:
     """A str line holding "\\ud800" (a value decoded by something other than Kafka bytes) made
     the Hyperscan matcher's ``encode("utf-8", "surrogateescape")`` raise."""
     line = LogLine("\ud800 " + XID79, "gpu001", 1, "dmesg", "o")
-    [symptom] = HyperscanMatcher(bundled_ruleset).extract_batch([line])
+    [symptom] = bundled_matcher.extract_batch([line])
     assert symptom.symptom == "gpu_fallen_off_bus"
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import pytest
-
-from streams.normalize import normalize_record, syslog_line
+from streams.normalize import normalize_record
+from streams.normalize.log_record import NO_TIME
 from streams.records import DeadLetter, LogLine
 
 
@@ -53,12 +52,25 @@ def test_rfc3164_feb_29_in_a_non_leap_year_goes_to_the_latest_leap_year() -> Non
     assert parsed.time_ms == utc_ms("2024-02-29T12:00:00")
 
 
-def test_rfc3164_line_without_any_record_time_takes_the_current_utc_year(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(syslog_line, "now_ms", lambda: utc_ms("2026-07-01T00:00:00"))
-    [parsed] = normalize("Mar 27 17:40:36 gpu001 kernel: NVRM: GPU0 PMU has halted.")
-    assert parsed.time_ms == utc_ms("2026-03-27T17:40:36")
+def test_rfc3164_line_without_any_record_time_takes_the_year_of_the_callers_reference() -> None:
+    # a backtest of a recording made in January 2025, run in 2026, still dates its lines in 2024
+    text = "Dec 31 23:59:58 gpu001 kernel: NVRM: GPU0 PMU has halted."
+    reference = utc_ms("2025-01-02T00:00:00")
+    result = normalize_record("logs.syslog", text, "node-key", None, "logs.syslog:@17", reference_ms=reference)
+    assert [line.time_ms for line in result.lines] == [utc_ms("2024-12-31T23:59:58")]
+
+
+def test_the_record_time_not_the_callers_reference_dates_a_line_without_a_year() -> None:
+    text = "Mar 27 17:40:36 gpu001 kernel: NVRM: GPU0 PMU has halted."
+    kafka, reference = utc_ms("2023-03-28T00:00:00"), utc_ms("2026-07-01T00:00:00")
+    result = normalize_record("logs.syslog", text, "node-key", kafka, "logs.syslog:@17", reference_ms=reference)
+    assert [line.time_ms for line in result.lines] == [utc_ms("2023-03-27T17:40:36")]
+
+
+def test_rfc3164_line_with_no_record_time_and_no_reference_is_dead_not_dated_by_the_clock() -> None:
+    result = normalize_record("logs.syslog", "Mar 27 17:40:36 gpu001 kernel: x", None, None, "logs.syslog:@17")
+    assert result.lines == []
+    assert [dead.reason for dead in result.dead] == [NO_TIME]
 
 
 def test_rfc3164_line_without_host_in_header_takes_host_from_record_key() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from streams.settings import Settings, load_settings
+from streams.settings import DEFAULT_MATCHER_CACHE_DIR, Settings, load_settings
 
 ALIASES = ("KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL")
 
@@ -47,6 +47,13 @@ def test_defaults_without_file_or_environment() -> None:
     assert (settings.grace_s, settings.tail_s, settings.lookback_s) == (30.0, 30.0, 300.0)
     assert settings.kafka_security_protocol == "PLAINTEXT"
     assert settings.rules_dir is None
+    assert settings.matcher_cache_dir == DEFAULT_MATCHER_CACHE_DIR
+
+
+def test_the_matchers_cache_directory_is_a_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # the directory every adapter hands the Hyperscan matcher; the engine itself never picks one
+    monkeypatch.setenv("FAULTSTREAM_MATCHER_CACHE_DIR", str(tmp_path / "hsdb"))
+    assert load_settings().matcher_cache_dir == tmp_path / "hsdb"
 
 
 def test_file_over_defaults_environment_over_file_overrides_over_all(
@@ -311,6 +318,8 @@ def _documented_settings() -> dict[str, tuple[str, str]]:
 
 
 def _as_documented(default: object) -> str:
+    if isinstance(default, Path):  # a directory under the home directory, as a reader writes it
+        return f"`{default.as_posix().replace(Path.home().as_posix(), '~', 1)}`"
     if default is None:
         return "none"
     if default == "":
@@ -326,7 +335,7 @@ def test_operations_md_lists_every_setting_with_its_variable_and_default() -> No
     for name, field in Settings.model_fields.items():
         variables, default = documented[name]
         assert f"`FAULTSTREAM_{name.upper()}`" in variables, name
-        assert default == _as_documented(field.default), name
+        assert default == _as_documented(field.get_default(call_default_factory=True)), name
     for name, alias in zip(("kafka_bootstrap_servers", "redis_url"), ALIASES, strict=True):
         assert f"`{alias}`" in documented[name][0]
 
