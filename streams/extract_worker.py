@@ -32,6 +32,7 @@ from streams.normalize import normalize_record
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.settings import Settings
 from streams.topics import Topics, partition_for, record_time_ms
+from streams.watermarks import InputWatermarks
 
 __all__ = ["ExtractorStats", "ExtractorWorker"]
 
@@ -56,6 +57,8 @@ class _Outputs:
     node_counts: list[tuple[int, dict]] = field(default_factory=list)  # (partition, line counts)
     workload: list[tuple[str, dict | bytes]] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
+    #: The watermark record sent after the batch, made when it was read (streams/watermarks.py).
+    mark: dict[str, Any] = field(default_factory=lambda: wire.watermark(0))
 
 
 class ExtractorWorker:
@@ -69,7 +72,9 @@ class ExtractorWorker:
         )
         self.group_id = group_id or f"{settings.namespace}faultstream-extractor"
         self.stats = ExtractorStats()
-        self.watermark_ms = 0
+        #: The latest event time read: data records carry it, for correlators older than watermarks.
+        self.latest_ms = 0
+        self.inputs = InputWatermarks(int(settings.idle_partition_s * 1000))
         self._stopping = asyncio.Event()
 
     def stop(self) -> None:
@@ -88,7 +93,7 @@ class ExtractorWorker:
         producer = AIOKafkaProducer(
             acks="all", linger_ms=5, max_batch_size=1 << 20, compression_type=None, **options
         )
-        consumer.subscribe(list(self.topics.ingest), listener=_CountRebalances())
+        consumer.subscribe(list(self.topics.ingest), listener=_CountRebalances(self.inputs))
         await producer.start()
         await consumer.start()
         relax_for_batches()
@@ -114,6 +119,7 @@ class ExtractorWorker:
                 )
                 records = [r for batch in fetched.values() for r in batch]
                 if not records:
+                    in_flight = await self._announce_idle_inputs(consumer, producer, in_flight)
                     continue
                 started = time.perf_counter()
                 outputs = self.process(records)
@@ -145,6 +151,22 @@ class ExtractorWorker:
         except CommitFailedError as exc:
             log.warning("batch delivered but not committed (the group rebalanced): %s", exc)
 
+    async def _announce_idle_inputs(
+        self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer, in_flight: asyncio.Task[None] | None
+    ) -> asyncio.Task[None] | None:
+        """No record came: an input partition that has gone idle may have freed the watermark.
+        Announced like a batch with nothing in it, after the batch in flight."""
+        announced = self.inputs.watermark_ms
+        if self.inputs.advance(_wall_ms()) <= announced:
+            return in_flight
+        if in_flight is not None:
+            await in_flight
+        return asyncio.ensure_future(self._deliver(consumer, producer, _Outputs(mark=self._mark()), {}))
+
+    def _mark(self) -> dict[str, Any]:
+        idle_ms = int(self.settings.idle_partition_s * 1000)
+        return wire.watermark(self.inputs.advance(_wall_ms()), self.inputs.source, idle_ms)
+
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
         started = time.perf_counter()
@@ -152,6 +174,7 @@ class ExtractorWorker:
         events: list[JobEvent] = []
         out = _Outputs()
         lines_by_topic: dict[str, int] = {}
+        wall_ms = _wall_ms()
         for record in records:
             normalized = normalize_record(
                 record.topic,
@@ -165,9 +188,11 @@ class ExtractorWorker:
             lines_by_topic[record.topic] = lines_by_topic.get(record.topic, 0) + len(normalized.lines)
             events += normalized.events
             out.dead += normalized.dead
+            self.inputs.observe((record.topic, record.partition), _latest_ms(normalized), wall_ms)
         symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(lines))
         self._route(collapse_batch(lines, symptoms), events, out)
         self._count(records, lines, symptoms, out)
+        out.mark = self._mark()
         metrics.count_extracted_batch(
             dict(Tally(r.topic for r in records)),
             lines_by_topic,
@@ -181,7 +206,7 @@ class ExtractorWorker:
         for event in events:
             if event.workload_id:
                 out.workload.append((event.workload_id, wire.job(event)))
-                self.watermark_ms = max(self.watermark_ms, event.time_ms)
+                self.latest_ms = max(self.latest_ms, event.time_ms)
         # packed, one record per partition (per workload) and batch: a storm of a thousand nodes
         # is a handful of records, not a thousand the correlator applies and commits one by one
         node_groups: dict[int, list[EvidenceGroup]] = {}
@@ -199,11 +224,11 @@ class ExtractorWorker:
             by_partition.setdefault(partition_for(node, self.topics.partitions), []).append(
                 (node, slot_ms, count, max_ms)
             )
-            self.watermark_ms = max(self.watermark_ms, max_ms)
+            self.latest_ms = max(self.latest_ms, max_ms)
         for partition, counts in sorted(by_partition.items()):  # one record per partition, not per node
             out.node_counts.append((partition, wire.node_lines(counts)))
         for workload_id, count in batch.workload_lines.items():
-            out.workload.append((workload_id, wire.workload_lines(workload_id, count, self.watermark_ms)))
+            out.workload.append((workload_id, wire.workload_lines(workload_id, count, self.latest_ms)))
         for symptom in batch.unplaced:
             out.dead.append(
                 DeadLetter(
@@ -240,7 +265,7 @@ class ExtractorWorker:
                     futures.append(
                         await producer.send(topic, wire.encode(record), key=b"__lines__", partition=partition)
                     )
-            mark = wire.encode(wire.watermark(self.watermark_ms))
+            mark = wire.encode(out.mark)
             for partition in range(parts):  # every partition learns how far event time has come
                 futures.append(await producer.send(topic, mark, key=b"__wm__", partition=partition))
         for dead in out.dead:
@@ -252,13 +277,28 @@ class ExtractorWorker:
 
 
 class _CountRebalances(ConsumerRebalanceListener):
-    """Counts each assignment the group hands this worker (its first join included)."""
+    """Counts each assignment the group hands this worker (its first join included), and hands it
+    to the input watermarks: every partition is read again from its committed offset."""
+
+    def __init__(self, inputs: InputWatermarks) -> None:
+        self.inputs = inputs
 
     def on_partitions_revoked(self, revoked: Any) -> None:
         pass
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         metrics.count_rebalance("extractor")
+        self.inputs.assign(assigned, _wall_ms())
+
+
+def _wall_ms() -> int:
+    return int(time.monotonic() * 1000)  # only ever compared with itself: idle input partitions
+
+
+def _latest_ms(normalized: Any) -> int | None:
+    """The latest event time a record carried, None for one that carried no line or job event."""
+    times = [line.time_ms for line in normalized.lines] + [event.time_ms for event in normalized.events]
+    return max(times) if times else None
 
 
 def _key(raw: bytes | None) -> str | None:

@@ -20,6 +20,10 @@ __all__ = ["PartitionClock", "PartitionView"]
 
 T = TypeVar("T")
 HISTORY_STEP_MS = 1_000
+#: A watermark source (an extractor generation) silent this long is forgotten, not just left out.
+SOURCE_FORGET_MS = 3_600_000
+#: How long a source that did not say so itself counts as live after its last watermark.
+SOURCE_IDLE_MS = 10_000
 META = "__"  # keys starting with this are bookkeeping, not node or workload state
 
 
@@ -85,10 +89,17 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
 class PartitionClock:
     """Event time of one partition, moved on by wall-clock time while the partition is idle.
 
-    ``event_ms`` is the latest event time seen; ``wall_ms`` the record (producer) time at which it
-    last moved. A tick at wall time W makes the effective watermark ``event_ms + (W - wall_ms)``:
-    a quiet cluster still reaches a job's end plus grace, about ``grace`` seconds after its last
-    line. Record times come from the records, so replaying a partition replays the same clock.
+    ``event_ms`` is how far event time has come: the minimum of the watermarks of the extractors
+    (``sources``) heard from within their idle time, each the slowest of the ingest partitions that
+    extractor reads (streams/watermarks.py). Data records move it only while no extractor has sent
+    a watermark with its name (older extractors, stories told to a partition directly); otherwise
+    one fast ingest partition would carry it past lines still waiting in another.
+
+    ``wall_ms`` is the record (producer) time at which the clock last heard how far event time had
+    come. A tick at wall time W makes the effective watermark ``event_ms + (W - wall_ms)``: a quiet
+    cluster still reaches a job's end plus grace, about ``grace`` seconds after its last line, while
+    an extractor that keeps sending the same watermark (one input partition lags) holds it.
+    Record times come from the records, so replaying a partition replays the same clock.
     """
 
     event_ms: int = 0
@@ -96,10 +107,34 @@ class PartitionClock:
     effective_ms: int = 0
     offset: int = -1  # the last input offset applied (replays after a crash are skipped)
     history: list[list[int]] = field(default_factory=list)  # [wall_ms, effective_ms], oldest first
+    #: source -> [its watermark, record time last heard, its idle time]
+    sources: dict[str, list[int]] = field(default_factory=dict)
 
     def observe(self, event_ms: int, wall_ms: int) -> None:
+        """A data record's event time (or a watermark without a source)."""
+        if self.sources:
+            return  # the extractors' watermarks say how far event time has come
         if event_ms > self.event_ms:
             self.event_ms, self.wall_ms = event_ms, wall_ms
+
+    def on_watermark(self, record: dict[str, Any], wall_ms: int) -> None:
+        """A ``wm`` record (streams/wire.py)."""
+        self.observe_watermark(record.get("source"), record["time_ms"], wall_ms, record.get("idle_ms"))
+
+    def observe_watermark(self, source: str | None, time_ms: int, wall_ms: int, idle_ms: int | None) -> None:
+        """An extractor's watermark: event time moves to the minimum over the sources heard from
+        within their idle time (a source that fell silent drops out, as an idle input does)."""
+        if source is None:  # an extractor older than per-source watermarks: its maximum
+            self.observe(time_ms, wall_ms)
+            return
+        known = self.sources.get(source)
+        mark = max(time_ms, known[0]) if known else time_ms
+        self.sources[source] = [mark, wall_ms, idle_ms or SOURCE_IDLE_MS]
+        live = [mark for mark, heard, idle in self.sources.values() if wall_ms - heard < idle]
+        self.event_ms = max(self.event_ms, min(live))
+        self.wall_ms = max(self.wall_ms, wall_ms)  # a source speaks: idle time counts from here
+        for gone in [s for s, (_, heard, _) in self.sources.items() if wall_ms - heard > SOURCE_FORGET_MS]:
+            del self.sources[gone]
 
     def effective(self, wall_ms: int) -> int:
         idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0
@@ -127,6 +162,7 @@ class PartitionClock:
             "effective_ms": self.effective_ms,
             "offset": self.offset,
             "history": self.history,
+            "sources": self.sources,
         }
 
     @classmethod

@@ -122,7 +122,7 @@ class NodePartition(_Partition):
         elif kind == "place":
             self.nodes.on_run(record["node"], record["workload_id"], record["start_ms"], record["end_ms"])
         elif kind == "wm":
-            self.clock.observe(record["time_ms"], wall_ms)
+            self.clock.on_watermark(record, wall_ms)
         watermark = self._advance(wall_ms, offset)
         self._clock_record = kind in CLOCK_KINDS
         if self._clock_record:  # not on every record: due() looks at every node of the partition
@@ -205,7 +205,7 @@ class WorkloadPartition(_Partition):
             report = NodeEvidence.from_dict(record["e"])
             verdicts += self.workloads.on_node_evidence(report, self.clock.effective_ms)
         elif kind == "wm":
-            self.clock.observe(record["time_ms"], wall_ms)
+            self.clock.on_watermark(record, wall_ms)
         watermark = self._advance(wall_ms, offset)
         if kind in CLOCK_KINDS:  # not on every record: these look at every workload of the partition
             verdicts += self.workloads.due(watermark)

@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     #: Extractor: records per fetch and the longest wait for a batch to fill.
     batch_max_records: int = 5000
     batch_timeout_ms: int = 200
+    #: Extractor: an input partition without a record for this long (wall time) no longer holds
+    #: the event-time watermark back (streams/watermarks.py); the correlator likewise stops
+    #: waiting for an extractor it has not heard from for this long.
+    idle_partition_s: float = Field(10.0, gt=0)
     #: Correlator: how often it ticks (advances idle partitions by wall-clock time).
     tick_interval_s: float = 0.5
     #: Kafka consumer-group session timeout of the correlator: how soon a crashed worker's

@@ -9,7 +9,8 @@ node-events (key = node)          workload-events (key = workload id)
          partition and batch                  per workload
   places runs placed on nodes,      wm, tick  as on node-events
          packed per partition
-  wm     an extractor's event time
+  wm     an extractor's event-time watermark
+         (the slowest of its input partitions)
   tick   a correlator's wall clock
 
 Packed records (``pack``) hold up to 256 KiB of items each. The single forms ``group``, ``place``
@@ -126,8 +127,13 @@ def evidence(e: NodeEvidence) -> dict[str, Any]:
     return {"t": "evidence", "e": e.to_dict()}
 
 
-def watermark(time_ms: int) -> dict[str, Any]:
-    return {"t": "wm", "time_ms": time_ms}
+def watermark(time_ms: int, source: str | None = None, idle_ms: int | None = None) -> dict[str, Any]:
+    """An extractor's event time: every input partition it reads has reached ``time_ms``.
+    ``source`` names the extractor (its generation); the correlator forgets a source it has not
+    heard from for ``idle_ms``. Without a source: the older form, the maximum event time seen."""
+    if source is None:
+        return {"t": "wm", "time_ms": time_ms}
+    return {"t": "wm", "time_ms": time_ms, "source": source, "idle_ms": idle_ms}
 
 
 def tick() -> dict[str, Any]:

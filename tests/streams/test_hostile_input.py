@@ -231,7 +231,7 @@ def test_a_recorded_time_header_past_64_bits_is_ignored_not_a_crashed_batch(bund
     record = ConsumerRecord("logs.dmesg", 0, 0, 1714560000000, 0, b"gpu001", XID79.encode(), None, 0, 0,
                             [(RECORDED_TIME_HEADER, b"99999999999999999999")])  # fmt: skip
     assert all(orjson.loads(value) for value in _produced(worker, [record]))
-    assert worker.watermark_ms == 1714560000000  # the Kafka timestamp, not the header
+    assert worker.latest_ms == 1714560000000  # the Kafka timestamp, not the header
 
 
 @pytest.mark.parametrize("job_field", [{}, {"job_id": "42"}], ids=["fast path", "naming its job"])

@@ -1,0 +1,88 @@
+"""A correlator partition's clock follows the slowest extractor it hears from (issue 11)."""
+
+from __future__ import annotations
+
+import orjson
+
+from streams import wire
+from streams.partition_state import SOURCE_FORGET_MS, PartitionClock
+
+IDLE_MS = 10_000
+T = 1_714_557_600_000  # event time
+W = 1_800_000_000_000  # wall (record) time
+
+
+def _heard(clock: PartitionClock, source: str, time_ms: int, wall_ms: int) -> None:
+    clock.on_watermark(wire.watermark(time_ms, source, IDLE_MS), wall_ms)
+
+
+def test_the_clock_is_the_slowest_of_the_extractors():
+    clock = PartitionClock()
+    _heard(clock, "b.0", T, W)  # b reads the ingest partitions that are still on T
+    _heard(clock, "a.0", T + 60_000, W + 100)
+    assert clock.effective(W + 100) == T
+    _heard(clock, "a.0", T + 120_000, W + 200)
+    assert clock.effective(W + 200) == T
+
+
+def test_an_extractor_silent_for_its_idle_time_no_longer_holds_the_clock():
+    clock = PartitionClock()
+    _heard(clock, "b.0", T, W)
+    _heard(clock, "a.0", T + 60_000, W)
+    _heard(clock, "a.0", T + 90_000, W + IDLE_MS)  # b said nothing more: its inputs went quiet
+    assert clock.effective(W + IDLE_MS) == T + 90_000
+
+
+def test_data_records_move_the_clock_only_while_no_extractor_has_named_itself():
+    clock = PartitionClock()
+    clock.observe(T, W)  # an older extractor, or a recording told to the partition directly
+    assert clock.effective(W) == T
+    _heard(clock, "a.0", T + 1_000, W + 1)
+    clock.observe(T + 3_600_000, W + 2)  # a line an hour ahead, from the fastest ingest partition
+    assert clock.effective(W + 2) == T + 1_001  # one millisecond of wall time since a spoke
+
+
+def test_a_watermark_without_a_source_counts_as_it_did_before():
+    clock = PartitionClock()
+    clock.on_watermark(wire.watermark(T), W)
+    clock.on_watermark(wire.watermark(T - 5_000), W + 1)
+    assert (clock.event_ms, clock.sources) == (T, {})
+
+
+def test_a_quiet_cluster_still_reaches_a_jobs_end_plus_grace_by_wall_clock():
+    clock = PartitionClock()
+    _heard(clock, "a.0", T, W)
+    assert clock.effective(W + 30_000) == T + 30_000  # ticks, and no extractor speaks
+
+
+def test_an_extractor_that_keeps_saying_the_same_time_holds_the_clock():
+    clock = PartitionClock()
+    for second in range(5):  # batch after batch, one of its input partitions lags
+        _heard(clock, "a.0", T, W + second * 1_000)
+    assert clock.effective(W + 4_000) == T
+
+
+def test_extractors_silent_for_an_hour_are_forgotten():
+    clock = PartitionClock()
+    _heard(clock, "a.0", T, W)
+    _heard(clock, "a.1", T + 1_000, W + SOURCE_FORGET_MS + 1)  # a rebalance, an hour later
+    assert list(clock.sources) == ["a.1"]
+
+
+def test_a_clock_saved_before_per_extractor_watermarks_loads_and_goes_on():
+    saved = {"event_ms": T, "wall_ms": W, "effective_ms": T, "offset": 41, "history": [[W, T]]}
+    clock = PartitionClock.load({"clock": orjson.dumps(saved)}, "clock")
+    assert (clock.event_ms, clock.offset, clock.sources) == (T, 41, {})
+    _heard(clock, "a.0", T + 5_000, W + 1_000)
+    assert clock.effective(W + 1_000) == T + 5_000
+
+
+def test_a_clock_with_its_sources_survives_the_changelog():
+    clock = PartitionClock()
+    _heard(clock, "b.0", T, W)
+    _heard(clock, "a.0", T + 60_000, W)
+    table: dict = {}
+    clock.save(table, "clock")
+    recovered = PartitionClock.load(table, "clock")
+    _heard(recovered, "a.0", T + 120_000, W + 1)
+    assert recovered.effective(W + 1) == T  # b still holds it, after the restart as before
