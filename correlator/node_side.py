@@ -74,20 +74,6 @@ class NodeState:
     #: at each of them after every batch made the backtest O(nodes x batches).
     quiet_until_ms: int = field(default=0, repr=False, compare=False)
 
-    def to_dict(self, with_lines: bool = True) -> dict[str, Any]:
-        window = self.window.to_dict()
-        if not with_lines:
-            window["line_slots"] = []  # stored apart: they change with every batch, groups rarely
-        return {
-            "window": window,
-            "runs": [[r.workload_id, r.start_ms, r.end_ms, r.reported_ms] for r in self.runs.values()],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeState:
-        runs = {r[0]: NodeRun(*r) for r in data["runs"]}
-        return cls(NodeWindow.from_dict(data["window"]), runs)
-
 
 class NodeCorrelator:
     def __init__(self, settings: CorrelatorSettings, states: dict[str, NodeState] | None = None) -> None:

@@ -8,7 +8,6 @@ the workload asks at decision time. State is pruned by :meth:`expire`, so it sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from correlator.evidence import SLOT_MS, EvidenceGroup, GroupKey, group_key
 from extractors.symptom import Symptom
@@ -54,19 +53,3 @@ class NodeWindow:
 
     def is_empty(self) -> bool:
         return not self.groups and not self.line_slots
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "groups": [g.to_dict() for g in self.groups.values()],
-            "line_slots": [[s, n] for s, n in self.line_slots.items()],
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NodeWindow:
-        window = cls(node=data["node"])
-        for raw in data["groups"]:
-            group = EvidenceGroup.from_dict(raw)
-            window.groups[group_key(group.first)] = group
-        window.line_slots = {int(s): int(n) for s, n in data["line_slots"]}
-        return window

@@ -68,38 +68,6 @@ class WorkloadRun:
         node, as records of their own, so that no record grows with the number of nodes."""
         return [self.direct[key] for key in self.direct_keys_by_node.get(node, ())]
 
-    def to_dict(self, with_direct: bool = True) -> dict[str, Any]:
-        # the end record's node list repeats ``nodes``: stored once
-        end = {**self.end.to_dict(), "nodes": []} if self.end else None
-        return {
-            "workload_id": self.workload_id,
-            "nodes": sorted(self.nodes),
-            "start_ms": self.start_ms,
-            "end": end,
-            "info": self.info,
-            "direct": [g.to_dict() for g in self.direct.values()] if with_direct else [],
-            "direct_lines": self.direct_lines,
-            "revision": self.revision,
-            "last_verdict_digest": self.last_verdict_digest,
-            "finalized_at_ms": self.finalized_at_ms,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> WorkloadRun:
-        run = cls(
-            workload_id=data["workload_id"],
-            nodes=set(data["nodes"]),
-            start_ms=data["start_ms"],
-            end=JobEvent.from_dict(data["end"]) if data["end"] else None,
-            info=data["info"],
-            direct_lines=data["direct_lines"],
-            revision=data["revision"],
-            last_verdict_digest=data["last_verdict_digest"],
-            finalized_at_ms=data["finalized_at_ms"],
-        )
-        run.load_direct(EvidenceGroup.from_dict(raw) for raw in data["direct"])
-        return run
-
     def load_direct(self, groups: Iterable[EvidenceGroup]) -> None:
         """Direct groups read back from storage (each key once)."""
         for group in groups:

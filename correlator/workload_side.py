@@ -9,7 +9,6 @@ and an unchanged one is not emitted again.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +51,7 @@ class WorkloadState:
 
     Stored (live pipeline) as one small record for the run plus one record per node holding
     that node's report and the symptoms it logged that name the workload
-    (:meth:`node_record`), so that no record grows with the number of nodes: a 12,500-node
+    (correlator/state_codec.py), so that no record grows with the number of nodes: a 12,500-node
     job's state is 12,500 small records and one record with the node list.
     """
 
@@ -80,37 +79,6 @@ class WorkloadState:
     def stored_nodes(self) -> set[str]:
         """Nodes with a record of their own (a report, direct symptoms, or both)."""
         return self.evidence.keys() | self.run.direct_keys_by_node.keys()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The run's own record: no node's report or symptoms, only which nodes outside the run
-        have a record (normally none: a controller that logged a line naming the job)."""
-        return {
-            "run": self.run.to_dict(with_direct=False),
-            "end_seen_wall_ms": self.end_seen_wall_ms,
-            "other_nodes": sorted(self.stored_nodes() - self.run.nodes),
-        }
-
-    def node_record(self, node: str) -> dict[str, Any] | None:
-        report = self.evidence.get(node)
-        direct = self.run.direct_on(node)
-        if report is None and not direct:
-            return None
-        return {"evidence": report.to_dict() if report else None, "direct": [g.to_dict() for g in direct]}
-
-    @classmethod
-    def from_dict(
-        cls, data: dict[str, Any], read_node: Callable[[str], dict[str, Any] | None]
-    ) -> WorkloadState:
-        """Rebuild from the run's record and ``read_node(node)``, which returns a node's record."""
-        state = cls(WorkloadRun.from_dict(data["run"]), end_seen_wall_ms=data.get("end_seen_wall_ms"))
-        for node in sorted(state.run.nodes | set(data.get("other_nodes", ()))):
-            record = read_node(node)
-            if record is None:
-                continue
-            if record["evidence"] is not None:
-                state.add_evidence(NodeEvidence.from_dict(record["evidence"]))
-            state.run.load_direct(EvidenceGroup.from_dict(g) for g in record["direct"])
-        return state
 
 
 class WorkloadCorrelator:

@@ -1,9 +1,10 @@
 """Per-partition correlator state over a key-value table (a faust Table, or a dict in tests).
 
-Values are stored as orjson bytes of each object's ``to_dict()``; objects are decoded once and
-cached, and only the keys a batch touched are written back, so the changelog carries what
-changed. Keys of other partitions held by the same worker are invisible to this view: every
-write therefore lands in this partition's changelog, as faust requires.
+Values are bytes in the one versioned format of ``correlator/state_codec.py`` (the view is given
+its encode and decode functions); objects are decoded once and cached, and only the keys a batch
+touched are written back, so the changelog carries what changed. Keys of other partitions held
+by the same worker are invisible to this view: every write therefore lands in this partition's
+changelog, as faust requires.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import orjson
-
+from correlator import state_codec
 from streams.topics import partition_for
 
 __all__ = ["PartitionClock", "PartitionView"]
@@ -33,14 +33,14 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         table: MutableMapping[Any, Any],
         partition: int,
         partitions: int,
-        decode: Callable[[dict], T],
-        encode: Callable[[T], dict] | None = None,
+        decode: Callable[[str, bytes], T],
+        encode: Callable[[T], bytes],
     ) -> None:
         self.table = table
         self.partition = partition
         self.partitions = partitions
         self.decode = decode
-        self.encode = encode or (lambda value: value.to_dict())  # type: ignore[attr-defined]
+        self.encode = encode
         self.cache: dict[str, T] = {}
 
     def _mine(self, key: Any) -> bool:
@@ -53,7 +53,7 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
     def __getitem__(self, key: str) -> T:
         if key not in self.cache:
             raw = self.table[key]
-            self.cache[key] = self.decode(orjson.loads(raw))
+            self.cache[key] = self.decode(key, raw)
         return self.cache[key]
 
     def __setitem__(self, key: str, value: T) -> None:
@@ -82,7 +82,7 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         for key in keys:
             value = self.cache.get(key)
             if value is not None:
-                self.table[key] = orjson.dumps(self.encode(value))
+                self.table[key] = self.encode(value)
 
 
 @dataclass
@@ -168,7 +168,7 @@ class PartitionClock:
     @classmethod
     def load(cls, table: MutableMapping[Any, Any], key: str) -> PartitionClock:
         raw = table.get(key)
-        return cls(**orjson.loads(raw)) if raw else cls()
+        return cls(**state_codec.read("clock", key, raw)) if raw else cls()
 
     def save(self, table: MutableMapping[Any, Any], key: str) -> None:
-        table[key] = orjson.dumps(self.to_dict())
+        table[key] = state_codec.write(self.to_dict())

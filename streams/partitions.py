@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
-import orjson
-
+from correlator import state_codec
 from correlator.evidence import EvidenceGroup
 from correlator.node_side import NodeCorrelator, NodeEvidence, NodeState
 from correlator.settings import CorrelatorSettings
@@ -93,16 +92,16 @@ class NodePartition(_Partition):
     ) -> None:
         super().__init__(table, partition, "node")
         self.view: PartitionView[NodeState] = PartitionView(
-            table, partition, partitions, self._load_state, lambda state: state.to_dict(with_lines=False)
+            table, partition, partitions, self._load_state, state_codec.encode_node_state
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
         self._counts_due: set[str] = set()  # nodes whose counts record is written at the next flush
 
-    def _load_state(self, data: dict[str, Any]) -> NodeState:
-        state = NodeState.from_dict(data)
-        raw = self.table.get(line_counts_key(state.window.node))
-        if raw:
-            state.window.line_slots = {int(slot): int(count) for slot, count in orjson.loads(raw)}
+    def _load_state(self, node: str, raw: bytes) -> NodeState:
+        state = state_codec.decode_node_state(node, raw)
+        counts_key = line_counts_key(node)
+        if counts := self.table.get(counts_key):
+            state.window.line_slots = state_codec.decode_line_counts(counts_key, counts)
         return state
 
     def handle(self, record: dict[str, Any], wall_ms: int, offset: int) -> list[NodeEvidence]:
@@ -154,8 +153,7 @@ class NodePartition(_Partition):
             for node in self._counts_due | self.nodes.take_touched(with_counts=True):
                 state = self.view.cache.get(node)
                 if state is not None:
-                    counts = [[slot, count] for slot, count in state.window.line_slots.items()]
-                    self.table[line_counts_key(node)] = orjson.dumps(counts)
+                    self.table[line_counts_key(node)] = state_codec.encode_line_counts(state.window.line_slots)
             self._counts_due = set()
         self._save_clock(bool(changed))
 
@@ -170,7 +168,9 @@ class WorkloadPartition(_Partition):
         partitions: int,
     ) -> None:
         super().__init__(table, partition, "workload")
-        self.view: PartitionView[WorkloadState] = PartitionView(table, partition, partitions, self._load_state)
+        self.view: PartitionView[WorkloadState] = PartitionView(
+            table, partition, partitions, self._load_state, state_codec.encode_workload_run
+        )
         self.workloads = WorkloadCorrelator(ruleset, settings, self.view)  # type: ignore[arg-type]
         #: A run still waiting for node reports this long (wall time) after its end record is
         #: decided on what came: a node partition that stays silent cannot hold a verdict forever.
@@ -214,14 +214,13 @@ class WorkloadPartition(_Partition):
             self.workloads.expire(expire_at)
         return placements, verdicts
 
-    def _load_state(self, data: dict[str, Any]) -> WorkloadState:
-        workload_id = data["run"]["workload_id"]
+    def _load_state(self, workload_id: str, raw: bytes) -> WorkloadState:
+        def read_node(node: str) -> tuple[str, bytes] | None:
+            key = node_record_key(workload_id, node)
+            stored = self.table.get(key)
+            return (key, stored) if stored else None
 
-        def read_node(node: str) -> dict[str, Any] | None:
-            raw = self.table.get(node_record_key(workload_id, node))
-            return orjson.loads(raw) if raw else None
-
-        return WorkloadState.from_dict(data, read_node)
+        return state_codec.decode_workload_state(workload_id, raw, read_node)
 
     def persist(self) -> None:
         """Write the changed run records, then each changed (workload, node) record: a node's
@@ -232,10 +231,10 @@ class WorkloadPartition(_Partition):
         changed = self.workloads.take_node_changes()
         for workload_id, node in sorted(changed):
             state = self.view.cache.get(workload_id)
-            record = state.node_record(node) if state is not None else None
+            record = state_codec.encode_node_record(state, node) if state is not None else None
             key = node_record_key(workload_id, node)
             if record is not None:
-                self.table[key] = orjson.dumps(record)
+                self.table[key] = record
             elif key in self.table:
                 del self.table[key]
         self._save_clock(bool(touched or changed))
