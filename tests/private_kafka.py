@@ -48,14 +48,13 @@ class PrivateKafka:
     def server_log(self) -> Path:
         return self.state_dir / "logs" / "server.log"
 
-    def start(self, wait_s: int = 90) -> subprocess.CompletedProcess:
-        """Launch and wait until the broker lists topics; returns the wait step (its stderr says
-        how long it took)."""
+    def start(self, wait_s: int = 90) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+        """Launch and wait until the broker answers; returns both steps (what they printed)."""
         started = self._script("start", timeout=600)
         assert started.returncode == 0, started.stderr[-3000:]
         ready = self._script("wait", str(wait_s), timeout=wait_s + 30)
         assert ready.returncode == 0, ready.stderr[-3000:]
-        return ready
+        return started, ready
 
     def stop(self) -> None:
         self._script("stop", timeout=120)

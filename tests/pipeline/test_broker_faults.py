@@ -39,7 +39,8 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateKafka]:
         broker.start()
         yield broker
     finally:
-        broker.resume() if broker.pid() else None  # never leave a stopped JVM behind
+        if broker.pid():
+            broker.resume()  # never leave a stopped JVM behind
         broker.stop()
 
 

@@ -25,15 +25,14 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from streams.settings import Settings
-from tests.conftest import REPO
 from tests.golden.stories import RECORDINGS
 from tests.pipeline.conftest import Pipeline, Services
 from tests.pipeline.results import expected_verdicts, wait_for_verdicts
+from tests.private_kafka import PrivateKafka
 from tests.secured import Certificates, free_port, make_certificates
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
-KAFKA_SH = REPO / "scripts" / "kafka.sh"
 USER = "faultstream"
 
 
@@ -63,27 +62,23 @@ def secured_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredK
     kafka = SecuredKafka(
         free_port(), free_port(), secrets.token_urlsafe(18), make_certificates(root / "tls"), root
     )
-    env = {
-        **os.environ,
-        "FAULTSTREAM_STATE": str(root / "state"),
-        "KAFKA_PORT": str(kafka.sasl_port),
-        "KAFKA_CONTROLLER_PORT": str(free_port()),
-        "KAFKA_SSL_PORT": str(kafka.ssl_port),
-        "KAFKA_SECURE": "1",
-        "KAFKA_TLS_DIR": str(kafka.certificates.ca.parent),
-        "KAFKA_SCRAM_USER": USER,
-        "KAFKA_SCRAM_PASSWORD": kafka.password,
-    }
-    script = ["bash", str(KAFKA_SH)]
-    started = subprocess.run([*script, "start"], env=env, capture_output=True, text=True, timeout=600)
+    broker = PrivateKafka(
+        root,
+        port=kafka.sasl_port,
+        env={
+            "KAFKA_SSL_PORT": str(kafka.ssl_port),
+            "KAFKA_SECURE": "1",
+            "KAFKA_TLS_DIR": str(kafka.certificates.ca.parent),
+            "KAFKA_SCRAM_USER": USER,
+            "KAFKA_SCRAM_PASSWORD": kafka.password,
+        },
+    )
     try:
-        assert started.returncode == 0, started.stderr[-3000:]
-        ready = subprocess.run([*script, "wait", "90"], env=env, capture_output=True, text=True)
-        assert ready.returncode == 0, ready.stderr[-3000:]
+        started, ready = broker.start()
         assert kafka.password not in started.stderr + ready.stderr
         yield kafka
     finally:
-        subprocess.run([*script, "stop"], env=env, capture_output=True, timeout=120)
+        broker.stop()
 
 
 def test_the_pipeline_runs_end_to_end_over_sasl_ssl(secured_kafka, services, tmp_path):
