@@ -2,7 +2,7 @@
 
 The steps, each a small function below:
 
-1. items: every evidence group becomes an :class:`Item` with its rule's role; benign ones are
+1. items: every evidence group becomes a :class:`JudgedGroup` with its rule's role; benign ones are
    dropped and groups entirely before the run started become ``context``;
 2. refiners demote echoes, companions and context (``rules/refiners``);
 3. the terminal state comes from the scheduler (markers in the logs refine a cancellation);
@@ -17,7 +17,7 @@ from __future__ import annotations
 from correlator.decision import Decision, blamed_nodes
 from correlator.evidence import EvidenceGroup
 from correlator.peers import explain_named_peers, node_addresses
-from correlator.refine import CAUSE_ROLES, Item, apply_refiners
+from correlator.refine import CAUSE_ROLES, JudgedGroup, apply_refiners
 from correlator.teardown import KILL, explain_kill_teardown
 from correlator.verdict import Verdict
 from correlator.verdict_build import build_verdict
@@ -51,17 +51,17 @@ def decide(
     terminal, actor = _terminal_state(run, items)
     if terminal in ("cancel", "timeout"):
         explain_kill_teardown(run, items)
-    decision = _domain(run, items, terminal, actor)
+    decision = _decision(run, items, terminal, actor)
     return build_verdict(decision, ruleset.version, lines_seen)
 
 
-def _items(run: WorkloadRun, groups: list[EvidenceGroup], rules_by_id: dict) -> list[Item]:
+def _items(run: WorkloadRun, groups: list[EvidenceGroup], rules_by_id: dict) -> list[JudgedGroup]:
     items = []
     for group in groups:
         rule = rules_by_id.get(group.first.rule_id)
         if rule is None or rule.role == "benign":
             continue  # a rule removed since the symptom was extracted, or matched to be ignored
-        item = Item(group=group, rule=rule, role=rule.role)
+        item = JudgedGroup(group=group, rule=rule, role=rule.role)
         if run.start_ms is not None and group.last_ms < run.start_ms and rule.role in CAUSE_ROLES:
             item.pre_start = True
             if "condition" not in rule.tags:  # a node condition (no driver, FM down) still holds
@@ -81,7 +81,7 @@ def _scheduler_state(run: WorkloadRun) -> str | None:
     return None
 
 
-def _terminal_state(run: WorkloadRun, items: list[Item]) -> tuple[str, str | None]:
+def _terminal_state(run: WorkloadRun, items: list[JudgedGroup]) -> tuple[str, str | None]:
     state = _scheduler_state(run)
     terminal = TERMINAL.get(state or "", "fail")
     markers = {i.rule.marker: i for i in items if i.role == "marker"}
@@ -104,7 +104,7 @@ def _owner(run: WorkloadRun) -> str:
     return str(run.info.get("user") or "user")
 
 
-def _actor_from_markers(items: list[Item]) -> str | None:
+def _actor_from_markers(items: list[JudgedGroup]) -> str | None:
     """Who cancelled, from the earliest cancel marker that says (slurmctld logs the uid)."""
     for item in items:
         if item.role == "marker" and item.rule.marker == "cancelled":
@@ -116,13 +116,13 @@ def _actor_from_markers(items: list[Item]) -> str | None:
     return None
 
 
-def _pick_root(considered: list[Item]) -> Item:
+def _pick_root(considered: list[JudgedGroup]) -> JudgedGroup:
     earliest = min(i.first_ms for i in considered)
     close = [i for i in considered if i.first_ms - earliest <= ROOT_TIE_MS]
     return min(close, key=lambda i: (-i.rule.priority, i.first_ms, i.rule.id, i.node or ""))
 
 
-def _domain(run: WorkloadRun, items: list[Item], terminal: str, actor: str | None) -> Decision:
+def _decision(run: WorkloadRun, items: list[JudgedGroup], terminal: str, actor: str | None) -> Decision:
     causes = [i for i in items if i.role in CAUSE_ROLES]
     strong = [i for i in causes if i.rule.priority >= STRONG_PRIORITY]
     considered = strong if strong or terminal in ("cancel", "timeout") else _own_faults_first(causes)
@@ -135,14 +135,14 @@ def _domain(run: WorkloadRun, items: list[Item], terminal: str, actor: str | Non
     return _without_causes(base)
 
 
-def _own_faults_first(causes: list[Item]) -> list[Item]:
+def _own_faults_first(causes: list[JudgedGroup]) -> list[JudgedGroup]:
     """Among weak causes, a node's own fault outranks what survivors log about their peers
     (``transport``): the refiners do this for strong faults, a weak one deserves it too."""
     own = [i for i in causes if "transport" not in i.rule.tags]
     return own or causes
 
 
-def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision:
+def _from_causes(base: Decision, considered: list[JudgedGroup], weak: bool) -> Decision:
     domains = _ranked_domains(considered)
     base.root = _pick_root(considered)
     base.domains = domains
@@ -166,7 +166,7 @@ def _from_causes(base: Decision, considered: list[Item], weak: bool) -> Decision
 SYSTEMIC_TAGS = frozenset({"nic", "transport", "fabric"})
 
 
-def _systemic(run: WorkloadRun, considered: list[Item]) -> bool:
+def _systemic(run: WorkloadRun, considered: list[JudgedGroup]) -> bool:
     """Every deciding cause is a NIC / transport error, and one of them was logged by every node."""
     if len(run.nodes) < 2 or not all(SYSTEMIC_TAGS & set(i.rule.tags) for i in considered):
         return False
@@ -176,7 +176,7 @@ def _systemic(run: WorkloadRun, considered: list[Item]) -> bool:
     return any(run.nodes <= nodes for nodes in nodes_by_symptom.values())
 
 
-def _ranked_domains(items: list[Item]) -> list[str]:
+def _ranked_domains(items: list[JudgedGroup]) -> list[str]:
     best: dict[str, tuple[int, int]] = {}
     for item in items:
         rank = (-item.rule.priority, item.first_ms)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from correlator.refine import Item
+from correlator.refine import JudgedGroup
 from correlator.workload import WorkloadRun
 
 __all__ = ["NODE_DOMAINS", "NOT_THE_NODE_TAGS", "Decision", "blamed_nodes"]
@@ -20,7 +20,7 @@ NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
 NOT_THE_NODE_TAGS = frozenset({"transport", "storage"})
 
 
-def blamed_nodes(items: list[Item]) -> set[str]:
+def blamed_nodes(items: list[JudgedGroup]) -> set[str]:
     """Nodes whose own parts or software the given causes implicate."""
     return {
         i.node
@@ -34,12 +34,12 @@ class Decision:
     """Everything the verdict builder needs, computed once."""
 
     run: WorkloadRun
-    items: list[Item]
+    items: list[JudgedGroup]
     terminal_state: str
     sub_domain: str | None
     domains: list[str]
-    considered: list[Item]
-    root: Item | None
+    considered: list[JudgedGroup]
+    root: JudgedGroup | None
     uncertainty: str | None
     actor: str | None
     #: the deciding causes are one NIC error on every node: no node is singled out

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 
 from correlator.evidence import EvidenceGroup
-from correlator.refine import CAUSE_ROLES, Item
+from correlator.refine import CAUSE_ROLES, JudgedGroup
 
 __all__ = ["PEER_CAPTURE", "SELF_ADDRESS_CAPTURE", "explain_named_peers", "node_addresses"]
 
@@ -44,7 +44,7 @@ def node_addresses(groups: Iterable[EvidenceGroup]) -> dict[str, str]:
     return addresses
 
 
-def _named_node(item: Item, addresses: dict[str, str], by_short_name: dict[str, str]) -> str | None:
+def _named_node(item: JudgedGroup, addresses: dict[str, str], by_short_name: dict[str, str]) -> str | None:
     peer = item.group.first.captures.get(PEER_CAPTURE)
     if not peer:
         return None
@@ -54,15 +54,15 @@ def _named_node(item: Item, addresses: dict[str, str], by_short_name: dict[str, 
     return by_short_name.get(address.split(".")[0]) if not address[:1].isdigit() else None
 
 
-def _is_fault(item: Item) -> bool:
+def _is_fault(item: JudgedGroup) -> bool:
     rule = item.rule
     strong = rule.priority >= _STRONG and item.role in CAUSE_ROLES
     return strong and rule.domain in _FAULT_DOMAINS and "transport" not in rule.tags
 
 
-def explain_named_peers(items: list[Item], addresses: dict[str, str], nodes: set[str]) -> None:
+def explain_named_peers(items: list[JudgedGroup], addresses: dict[str, str], nodes: set[str]) -> None:
     """Demote, in place, transport errors whose named peer's node logged a concrete fault."""
-    faults: dict[str, Item] = {}
+    faults: dict[str, JudgedGroup] = {}
     for item in items:
         if _is_fault(item) and item.node and item.node not in faults:
             faults[item.node] = item

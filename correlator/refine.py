@@ -1,6 +1,6 @@
 """Refiners: cascade knowledge from ``rules/refiners`` applied to one workload's evidence.
 
-Each :class:`Item` starts with its rule's role. Refiners run in order; within one refiner every
+Each :class:`JudgedGroup` starts with its rule's role. Refiners run in order; within one refiner every
 demotion is decided against the roles as they stood before it, so the result does not depend on
 the order of the evidence.
 
@@ -19,14 +19,14 @@ from dataclasses import dataclass
 from correlator.evidence import EvidenceGroup
 from extractors.rule_model import RefinerRule, Selector, SymptomRule
 
-__all__ = ["CAUSE_ROLES", "Item", "apply_refiners", "selects"]
+__all__ = ["CAUSE_ROLES", "JudgedGroup", "apply_refiners", "selects"]
 
 CAUSE_ROLES = ("cause", "companion")
 UNBOUNDED = 2**62
 
 
 @dataclass(slots=True)
-class Item:
+class JudgedGroup:
     """One evidence group under judgement, with the role it currently plays."""
 
     group: EvidenceGroup
@@ -44,7 +44,7 @@ class Item:
         return self.group.first_ms
 
 
-def selects(selector: Selector, item: Item) -> bool:
+def selects(selector: Selector, item: JudgedGroup) -> bool:
     rule, role = item.rule, item.role
     checks = (
         not selector.symptoms or rule.symptom in selector.symptoms,
@@ -68,7 +68,7 @@ class _Selection:
         self.selector = selector
         self.seen: dict[tuple[str, str, str], bool] = {}
 
-    def __call__(self, item: Item) -> bool:
+    def __call__(self, item: JudgedGroup) -> bool:
         key = (item.rule.id, item.role, item.group.first.source)
         chosen = self.seen.get(key)
         if chosen is None:
@@ -89,7 +89,7 @@ def _max_gap_ms(within_s: float | None) -> int:
     return gap
 
 
-def _explainer_key(cause: Item) -> tuple[int, int, str, str]:
+def _explainer_key(cause: JudgedGroup) -> tuple[int, int, str, str]:
     return (cause.first_ms, -cause.rule.priority, cause.rule.id, cause.node or "")
 
 
@@ -97,7 +97,7 @@ class _Causes:
     """One scope's causes, sorted by the explainer key, with their times for bisection and, for
     ``other_node``, where the next cause on a different node starts."""
 
-    def __init__(self, causes: list[Item], skip_same_node: bool = False) -> None:
+    def __init__(self, causes: list[JudgedGroup], skip_same_node: bool = False) -> None:
         self.items = causes
         self.times = [c.first_ms for c in causes]
         self.next_other_node: list[int] = []
@@ -107,7 +107,9 @@ class _Causes:
                 nxt[i] = i + 1 if causes[i + 1].node != causes[i].node else nxt[i + 1]
             self.next_other_node = nxt
 
-    def first(self, lo_ms: int, hi_ms: int, target: Item, other_node: bool = False) -> Item | None:
+    def first(
+        self, lo_ms: int, hi_ms: int, target: JudgedGroup, other_node: bool = False
+    ) -> JudgedGroup | None:
         """The least cause with lo_ms <= first_ms <= hi_ms that is not the target (and, for
         ``other_node``, is on another node)."""
         i = bisect_left(self.times, lo_ms)
@@ -127,7 +129,7 @@ class _Causes:
 class _Explainers:
     """Per refiner: its causes indexed so that each target finds its explainer in O(log n)."""
 
-    def __init__(self, refiner: RefinerRule, items: list[Item]) -> None:
+    def __init__(self, refiner: RefinerRule, items: list[JudgedGroup]) -> None:
         self.refiner = refiner
         self.gap_ms = _max_gap_ms(refiner.within_s)
         is_cause = _Selection(refiner.cause)
@@ -136,19 +138,19 @@ class _Explainers:
         if refiner.scope in ("any_node", "other_node"):
             self.by_scope[None] = _Causes(causes, skip_same_node=refiner.scope == "other_node")
         else:
-            grouped: dict[object, list[Item]] = {}
+            grouped: dict[object, list[JudgedGroup]] = {}
             for cause in causes:
                 grouped.setdefault(self._scope_key(cause), []).append(cause)
             self.by_scope = {key: _Causes(group) for key, group in grouped.items()}
 
-    def _scope_key(self, item: Item) -> object:
+    def _scope_key(self, item: JudgedGroup) -> object:
         if self.refiner.scope == "same_node":
             return item.node
         if self.refiner.scope == "same_entity":
             return (item.node, item.group.first.entity)
         return None
 
-    def __call__(self, target: Item) -> Item | None:
+    def __call__(self, target: JudgedGroup) -> JudgedGroup | None:
         causes = self.by_scope.get(self._scope_key(target))
         if causes is None:
             return None
@@ -161,7 +163,7 @@ class _Explainers:
         return causes.first(lo, hi, target, other_node=self.refiner.scope == "other_node")
 
 
-def apply_refiners(items: list[Item], refiners: tuple[RefinerRule, ...]) -> None:
+def apply_refiners(items: list[JudgedGroup], refiners: tuple[RefinerRule, ...]) -> None:
     """Demote, in place, every item a refiner explains by another item."""
     for refiner in refiners:
         is_target = _Selection(refiner.target)

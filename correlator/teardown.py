@@ -9,7 +9,7 @@ worth an ``ambiguous``.
 
 from __future__ import annotations
 
-from correlator.refine import CAUSE_ROLES, Item
+from correlator.refine import CAUSE_ROLES, JudgedGroup
 from correlator.workload import WorkloadRun
 
 __all__ = ["KILL", "TEARDOWN_TAGS", "explain_kill_teardown", "kill_time_ms"]
@@ -30,7 +30,7 @@ _KILL_MARKERS = ("timeout", "cancelled", "preempted")
 _TEARDOWN_ROLES = (*CAUSE_ROLES, "echo")
 
 
-def kill_time_ms(run: WorkloadRun, items: list[Item]) -> int | None:
+def kill_time_ms(run: WorkloadRun, items: list[JudgedGroup]) -> int | None:
     """The earliest moment the scheduler's kill can have started: its first kill marker (less a
     little clock skew), else the job's end less the kill wait."""
     marks = [i.first_ms for i in items if i.role == "marker" and i.rule.marker in _KILL_MARKERS]
@@ -39,7 +39,7 @@ def kill_time_ms(run: WorkloadRun, items: list[Item]) -> int | None:
     return run.end_ms - END_SLACK_MS if run.end_ms is not None else None
 
 
-def explain_kill_teardown(run: WorkloadRun, items: list[Item]) -> None:
+def explain_kill_teardown(run: WorkloadRun, items: list[JudgedGroup]) -> None:
     """Demote, in place, teardown symptoms that start at (or just before) the kill."""
     kill_ms = kill_time_ms(run, items)
     if kill_ms is None:

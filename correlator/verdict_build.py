@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from correlator.decision import Decision, blamed_nodes
-from correlator.refine import Item
+from correlator.refine import JudgedGroup
 from correlator.timefmt import iso
 from correlator.verdict import (
     AttributionBlock,
@@ -62,7 +62,7 @@ def build_verdict(decision: Decision, ruleset_version: str, lines_seen: int) -> 
     )
 
 
-def _chain_role(item: Item, decision: Decision, considered: set[int]) -> str:
+def _chain_role(item: JudgedGroup, decision: Decision, considered: set[int]) -> str:
     if id(item) in considered and decision.sub_domain not in (None, "unattributed"):
         return "root"
     root = decision.root
@@ -120,7 +120,7 @@ def _responsible_nodes(decision: Decision) -> list[str]:
     return sorted(blamed_nodes(decision.considered))
 
 
-def _root_symptom(item: Item) -> RootSymptom:
+def _root_symptom(item: JudgedGroup) -> RootSymptom:
     first = item.group.first
     return RootSymptom(
         symptom=first.symptom,
@@ -137,7 +137,7 @@ def _root_symptom(item: Item) -> RootSymptom:
     )
 
 
-def _observation(item: Item) -> ObservationSource:
+def _observation(item: JudgedGroup) -> ObservationSource:
     first = item.group.first
     observation, _, pos = first.origin.partition("#")
     return ObservationSource(

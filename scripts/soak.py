@@ -53,7 +53,7 @@ from sinks.redis_client import connect
 from sinks.redis_keys import VerdictKeys
 from streams.admin import ensure_topics
 from streams.backtest import backtest, latest_revisions
-from streams.loader import _topic_for
+from streams.publish import _topic_for
 from streams.settings import Settings, load_settings
 from streams.topics import RECORDED_TIME_HEADER, Topics
 from tests.pipeline.results import comparable, read_topic

@@ -166,7 +166,7 @@ def _attach_extractor(app, settings, ruleset) -> None:
 
 
 def _run_load(args: argparse.Namespace) -> int:
-    from streams.loader import load_recordings
+    from streams.publish import publish_recordings
 
     settings = _settings(args)
     for path in args.recordings:
@@ -174,7 +174,7 @@ def _run_load(args: argparse.Namespace) -> int:
             from streams.cli import UsageError
 
             raise UsageError(f"recording not found: {path}")
-    counts = asyncio.run(load_recordings(settings, args.recordings, args.speed))
+    counts = asyncio.run(publish_recordings(settings, args.recordings, args.speed))
     print(
         f"published {counts['records']} records ({counts['skipped']} unusable recording lines)", file=sys.stderr
     )

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from correlator.refine import Item, selects
+from correlator.refine import JudgedGroup, selects
 from extractors.rule_model import RefinerRule
 
 __all__ = ["pairwise_refiners", "using_pairwise_refiners"]
 
 
-def _related(refiner: RefinerRule, target: Item, cause: Item) -> bool:
+def _related(refiner: RefinerRule, target: JudgedGroup, cause: JudgedGroup) -> bool:
     gap_s = (target.first_ms - cause.first_ms) / 1000
     if refiner.relation == "after" and gap_s < 0:
         return False
@@ -33,13 +33,13 @@ def _related(refiner: RefinerRule, target: Item, cause: Item) -> bool:
     return True
 
 
-def _explainer(refiner: RefinerRule, target: Item, items: list[Item]) -> Item | None:
+def _explainer(refiner: RefinerRule, target: JudgedGroup, items: list[JudgedGroup]) -> JudgedGroup | None:
     causes = (c for c in items if c is not target and selects(refiner.cause, c))
     related = [c for c in causes if _related(refiner, target, c)]
     return min(related, key=lambda c: (c.first_ms, -c.rule.priority, c.rule.id, c.node or ""), default=None)
 
 
-def pairwise_refiners(items: list[Item], refiners: tuple[RefinerRule, ...]) -> None:
+def pairwise_refiners(items: list[JudgedGroup], refiners: tuple[RefinerRule, ...]) -> None:
     for refiner in refiners:
         decided = []
         for target in items:

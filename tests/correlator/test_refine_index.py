@@ -14,14 +14,14 @@ import time
 import pytest
 
 from correlator.evidence import EvidenceGroup
-from correlator.refine import Item, apply_refiners
+from correlator.refine import JudgedGroup, apply_refiners
 from extractors.symptom import Symptom
 from scripts.bench.pairwise_refiners import pairwise_refiners
 
 T0 = 1_714_557_600_000
 
 
-def _random_items(rng: random.Random, rules, count: int) -> list[Item]:
+def _random_items(rng: random.Random, rules, count: int) -> list[JudgedGroup]:
     items = []
     for index in range(count):
         rule = rng.choice(rules)
@@ -49,7 +49,9 @@ def _random_items(rng: random.Random, rules, count: int) -> list[Item]:
             f"t:0:{index}",
             entity=entity,
         )
-        items.append(Item(EvidenceGroup.start(symptom), rule, rng.choice([rule.role, rule.role, "context"])))
+        items.append(
+            JudgedGroup(EvidenceGroup.start(symptom), rule, rng.choice([rule.role, rule.role, "context"]))
+        )
     items.sort(key=lambda i: (i.first_ms, i.rule.id, i.node or "", i.group.first.line))
     return items
 
@@ -64,7 +66,7 @@ def test_indexed_refiners_pick_the_same_explainer_as_comparing_every_pair(bundle
         r for r in rules if {"xid", "transport", "node_loss", "reboot"} & set(r.tags)
     ]
     items = _random_items(rng, chosen, 150)
-    twins = [Item(i.group, i.rule, i.role) for i in items]
+    twins = [JudgedGroup(i.group, i.rule, i.role) for i in items]
     apply_refiners(items, refiners)
     pairwise_refiners(twins, refiners)
     assert [(i.role, i.explained_by) for i in items] == [(t.role, t.explained_by) for t in twins]
@@ -92,7 +94,7 @@ def test_a_storm_of_twenty_thousand_symptoms_is_refined_in_well_under_a_second(b
             f"line {n}",
             f"t:0:{n}",
         )
-        return Item(EvidenceGroup.start(symptom), rule, rule.role)
+        return JudgedGroup(EvidenceGroup.start(symptom), rule, rule.role)
 
     items = [item(xid, "gpu0007", T0, 0)]
     items += [item(transport, f"gpu{n % 1250:04d}", T0 + 1000 + n * 7, n) for n in range(20_000)]

@@ -20,8 +20,8 @@ from correlator.timefmt import iso as iso_ms
 from streams.admin import ensure_topics
 from streams.backtest import backtest, latest_revisions
 from streams.cli import main
-from streams.loader import load_recordings
 from streams.normalize.times import now_ms
+from streams.publish import publish_recordings
 from streams.settings import load_settings
 from tests.conftest import REPO
 
@@ -181,7 +181,7 @@ def test_a_recording_replayed_with_load_is_judged_in_its_own_event_time(services
     )
     incident = REPO / "tests" / "golden" / "incidents" / "xid79-two-nodes-7001.jsonl"
     since = iso_ms(now_ms() - 1000)
-    asyncio.run(load_recordings(settings, [incident]))
+    asyncio.run(publish_recordings(settings, [incident]))
     assert (
         cli(settings, tmp_path, "replay", "--since", since, "--until", "now", "--readback", "0s", "--json") == 0
     )

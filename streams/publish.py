@@ -19,10 +19,12 @@ from streams.recording import RawRecord, read_recording
 from streams.settings import Settings
 from streams.topics import RECORDED_TIME_HEADER
 
-__all__ = ["load_recordings"]
+__all__ = ["publish_recordings"]
 
 
-async def load_recordings(settings: Settings, paths: list[Path], speed: float | None = None) -> dict[str, int]:
+async def publish_recordings(
+    settings: Settings, paths: list[Path], speed: float | None = None
+) -> dict[str, int]:
     await ensure_topics(settings)
     producer = AIOKafkaProducer(acks="all", linger_ms=10, max_batch_size=1 << 20, **settings.aiokafka_options())
     await producer.start()
