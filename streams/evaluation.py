@@ -34,7 +34,7 @@ from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
 from streams.normalize import normalize_record
-from streams.records import JobEvent, LogLine
+from streams.records import DEFAULT_TOPICS, JobEvent, LogLine
 from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = [
@@ -71,7 +71,8 @@ FAMILY_SOURCE = {
     "torchrun": "applog",
     "tricky": "applog",
 }
-_TOPIC_OF_SOURCE = {"dmesg": "logs.dmesg", "syslog": "logs.syslog", "applog": "logs.applog"}
+#: A labelled line goes to its source's log topic (the scheduler's topic holds events, not lines).
+_TOPIC_OF_SOURCE = {source: topic for topic, source in DEFAULT_TOPICS.items() if source != "scheduler"}
 
 
 class LabelError(ValueError):

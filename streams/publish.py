@@ -40,13 +40,7 @@ async def publish_recordings(
 
 def _topic_for(settings: Settings, recorded: str) -> str:
     """A recording names the default topics; publish to the configured ones (and namespace)."""
-    renamed = {
-        "logs.syslog": settings.topic_syslog,
-        "logs.dmesg": settings.topic_dmesg,
-        "logs.applog": settings.topic_applog,
-        "events.scheduler": settings.topic_scheduler,
-    }
-    return settings.topic(renamed.get(recorded, recorded))
+    return settings.configured_topics().get(recorded) or settings.topic(recorded)
 
 
 class _Batches:

@@ -17,6 +17,7 @@ from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from correlator.settings import CorrelatorSettings
+from streams.records import DEFAULT_TOPICS
 
 __all__ = ["DEFAULT_MATCHER_CACHE_DIR", "Settings", "load_settings"]
 
@@ -122,14 +123,16 @@ class Settings(BaseSettings):
     def topic(self, name: str) -> str:
         return f"{self.namespace}{name}"
 
+    def configured_topics(self) -> dict[str, str]:
+        """Default ingest topic name (what recordings name) → the configured one, with namespace.
+
+        The one map of ingest topics is ``DEFAULT_TOPICS`` (name → source); each source's topic
+        is configured by the field ``topic_<source>``."""
+        return {name: self.topic(getattr(self, f"topic_{source}")) for name, source in DEFAULT_TOPICS.items()}
+
     def ingest_topics(self) -> dict[str, str]:
         """Full topic name → the source its lines carry."""
-        return {
-            self.topic(self.topic_syslog): "syslog",
-            self.topic(self.topic_dmesg): "dmesg",
-            self.topic(self.topic_applog): "applog",
-            self.topic(self.topic_scheduler): "scheduler",
-        }
+        return {topic: DEFAULT_TOPICS[name] for name, topic in self.configured_topics().items()}
 
     def correlator_settings(self) -> CorrelatorSettings:
         return CorrelatorSettings(

@@ -46,12 +46,7 @@ class TimeRange:
 
 def default_topic_names(settings: Settings) -> dict[str, str]:
     """Configured ingest topic (with namespace) → the default name a recording uses."""
-    return {
-        settings.topic(settings.topic_syslog): "logs.syslog",
-        settings.topic(settings.topic_dmesg): "logs.dmesg",
-        settings.topic(settings.topic_applog): "logs.applog",
-        settings.topic(settings.topic_scheduler): "events.scheduler",
-    }
+    return {topic: name for name, topic in settings.configured_topics().items()}
 
 
 class Progress:
