@@ -14,6 +14,7 @@ from correlator.evidence import SLOT_MS, EvidenceGroup, group_key
 from correlator.peers import SELF_ADDRESS_CAPTURE
 from correlator.records import LogLine
 from extractors.symptom import Symptom
+from extractors.vocabulary import Role
 
 __all__ = ["BatchContribution", "collapse_batch"]
 
@@ -61,7 +62,7 @@ def _worth_keeping(symptom: Symptom) -> bool:
     """Benign symptoms are matched only to be ignored, and no decision reads them, except the
     node addresses NCCL prints (``own_ip``: the peer map of correlator/peers.py). Dropping the
     rest here keeps a storm of healthy ``Link is up`` lines out of every node's state."""
-    return symptom.role != "benign" or SELF_ADDRESS_CAPTURE in symptom.captures
+    return symptom.role != Role.BENIGN or SELF_ADDRESS_CAPTURE in symptom.captures
 
 
 def collapse_batch(lines: Sequence[LogLine], symptoms: list[Symptom]) -> BatchContribution:

@@ -17,12 +17,13 @@ from __future__ import annotations
 from correlator.decision import Decision, blamed_nodes
 from correlator.evidence import EvidenceGroup
 from correlator.peers import explain_named_peers, node_addresses
-from correlator.refine import CAUSE_ROLES, JudgedGroup, apply_refiners
+from correlator.refine import JudgedGroup, apply_refiners
 from correlator.teardown import KILL, explain_kill_teardown
 from correlator.verdict import Verdict
 from correlator.verdict_build import build_verdict
 from correlator.workload import WorkloadRun
 from extractors.loader import Ruleset
+from extractors.vocabulary import CAUSE_ROLES, FOLLOWER_ROLES, Domain, Role
 
 __all__ = ["STRONG_PRIORITY", "decide"]
 
@@ -59,13 +60,13 @@ def _items(run: WorkloadRun, groups: list[EvidenceGroup], rules_by_id: dict) -> 
     items = []
     for group in groups:
         rule = rules_by_id.get(group.first.rule_id)
-        if rule is None or rule.role == "benign":
+        if rule is None or rule.role == Role.BENIGN:
             continue  # a rule removed since the symptom was extracted, or matched to be ignored
         item = JudgedGroup(group=group, rule=rule, role=rule.role)
         if run.start_ms is not None and group.last_ms < run.start_ms and rule.role in CAUSE_ROLES:
             item.pre_start = True
             if "condition" not in rule.tags:  # a node condition (no driver, FM down) still holds
-                item.role = "context"
+                item.role = Role.CONTEXT
         items.append(item)
     items.sort(key=lambda i: (i.first_ms, i.rule.id, i.node or "", i.group.first.line))
     return items
@@ -84,7 +85,7 @@ def _scheduler_state(run: WorkloadRun) -> str | None:
 def _terminal_state(run: WorkloadRun, items: list[JudgedGroup]) -> tuple[str, str | None]:
     state = _scheduler_state(run)
     terminal = TERMINAL.get(state or "", "fail")
-    markers = {i.rule.marker: i for i in items if i.role == "marker"}
+    markers = {i.rule.marker: i for i in items if i.role == Role.MARKER}
     actor = run.end.actor if run.end else None
     # a plain FAILED (a batch script that went on after its step was killed, a pod) says less
     # than the kill line slurmstepd wrote: the line decides
@@ -107,7 +108,7 @@ def _owner(run: WorkloadRun) -> str:
 def _actor_from_markers(items: list[JudgedGroup]) -> str | None:
     """Who cancelled, from the earliest cancel marker that says (slurmctld logs the uid)."""
     for item in items:
-        if item.role == "marker" and item.rule.marker == "cancelled":
+        if item.role == Role.MARKER and item.rule.marker == "cancelled":
             captures = item.group.first.captures
             if captures.get("actor"):
                 return captures["actor"]
@@ -149,10 +150,10 @@ def _from_causes(base: Decision, considered: list[JudgedGroup], weak: bool) -> D
     if _systemic(base.run, considered):
         # one bad link or card shows on one node; the same NIC error on every node at once is
         # how the stack is set up (GPUDirect, peer memory, a wrong HCA), not a part that broke
-        base.sub_domain, base.domains, base.systemic = "system_software", ["system_software"], True
+        base.sub_domain, base.domains, base.systemic = Domain.SYSTEM_SOFTWARE, [Domain.SYSTEM_SOFTWARE], True
         return base
     if len(domains) > 1:
-        base.sub_domain, base.uncertainty = "ambiguous", "competing_domains"
+        base.sub_domain, base.uncertainty = Domain.AMBIGUOUS, "competing_domains"
         return base
     base.sub_domain = domains[0]
     if len(blamed_nodes(considered)) > 1:
@@ -189,32 +190,32 @@ def _without_causes(base: Decision) -> Decision:
     echoes = [
         i
         for i in base.items
-        if i.role in ("echo", "downstream", "companion") and not i.pre_start and i.explained_by != KILL
+        if i.role in FOLLOWER_ROLES and not i.pre_start and i.explained_by != KILL
     ]
     if terminal == "timeout" and not echoes:
-        base.sub_domain, base.domains = "user", ["user"]
+        base.sub_domain, base.domains = Domain.USER, [Domain.USER]
         return base
     if terminal == "cancel":
         base.sub_domain = _cancel_domain(run, base.actor)
-        base.domains = [base.sub_domain] if base.sub_domain != "unattributed" else []
-        base.uncertainty = "no_evidence" if base.sub_domain == "unattributed" else None
+        base.domains = [base.sub_domain] if base.sub_domain != Domain.UNATTRIBUTED else []
+        base.uncertainty = "no_evidence" if base.sub_domain == Domain.UNATTRIBUTED else None
         return base
     if echoes:
         base.root = min(echoes, key=lambda i: (i.first_ms, -i.rule.priority, i.rule.id))
-        base.sub_domain, base.uncertainty = "ambiguous", "secondary_only"
-        base.domains = [d for d in _ranked_domains(echoes) if d != "none"]
+        base.sub_domain, base.uncertainty = Domain.AMBIGUOUS, "secondary_only"
+        base.domains = [d for d in _ranked_domains(echoes) if d != Domain.NONE]
         return base
-    base.sub_domain, base.uncertainty = "unattributed", "no_evidence"
+    base.sub_domain, base.uncertainty = Domain.UNATTRIBUTED, "no_evidence"
     return base
 
 
 def _cancel_domain(run: WorkloadRun, actor: str | None) -> str:
     if actor is None:
-        return "unattributed"
+        return Domain.UNATTRIBUTED
     if actor.startswith("scheduler"):
-        return "infrastructure"
+        return Domain.INFRASTRUCTURE
     user = run.info.get("user")
     uid = run.end.extra.get("user_id") if run.end else None
     if actor in (user, f"uid {uid}") or actor == "user":
-        return "user"
-    return "infrastructure"
+        return Domain.USER
+    return Domain.INFRASTRUCTURE

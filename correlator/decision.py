@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from correlator.refine import JudgedGroup
 from correlator.workload import WorkloadRun
+from extractors.vocabulary import NODE_DOMAINS
 
-__all__ = ["NODE_DOMAINS", "NOT_THE_NODE_TAGS", "Decision", "blamed_nodes"]
+__all__ = ["NOT_THE_NODE_TAGS", "Decision", "blamed_nodes"]
 
 #: Domains whose causes make a node responsible (a user's error does not make a node bad).
-NODE_DOMAINS = ("hardware", "system_software", "infrastructure")
 #: Symptoms that the logging node reports about something else: a dead peer (transport) or a
 #: shared file system (storage). They never make the node that logged them responsible.
 NOT_THE_NODE_TAGS = frozenset({"transport", "storage"})

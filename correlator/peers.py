@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 
 from correlator.evidence import EvidenceGroup
-from correlator.refine import CAUSE_ROLES, JudgedGroup
+from correlator.refine import JudgedGroup
+from extractors.vocabulary import CAUSE_ROLES, Domain, Role
 
 __all__ = ["PEER_CAPTURE", "SELF_ADDRESS_CAPTURE", "explain_named_peers", "node_addresses"]
 
@@ -23,7 +24,7 @@ __all__ = ["PEER_CAPTURE", "SELF_ADDRESS_CAPTURE", "explain_named_peers", "node_
 PEER_CAPTURE = "peer"
 SELF_ADDRESS_CAPTURE = "own_ip"
 #: Only these explain a named peer's errors: a part or the software of that node failed.
-_FAULT_DOMAINS = ("hardware", "system_software")
+_FAULT_DOMAINS = (Domain.HARDWARE, Domain.SYSTEM_SOFTWARE)
 _STRONG = 50
 _PORT = re.compile(r"(?:<\d+>|:\d+|\]:\d+)$")
 
@@ -70,10 +71,10 @@ def explain_named_peers(items: list[JudgedGroup], addresses: dict[str, str], nod
         return
     by_short_name = {node.lower().split(".")[0]: node for node in nodes}  # once: a storm has 10^4 items
     for item in items:
-        if item.role not in (*CAUSE_ROLES, "echo") or "transport" not in item.rule.tags:
+        if item.role not in (*CAUSE_ROLES, Role.ECHO) or "transport" not in item.rule.tags:
             continue
         node = _named_node(item, addresses, by_short_name)
         fault = faults.get(node) if node and node != item.node else None
         if fault is not None:
-            item.role = "downstream"
+            item.role = Role.DOWNSTREAM
             item.explained_by = f"named peer <- {fault.rule.id}@{fault.node}"

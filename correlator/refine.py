@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from correlator.evidence import EvidenceGroup
 from extractors.rule_model import RefinerRule, Selector, SymptomRule
+from extractors.vocabulary import Role
 
-__all__ = ["CAUSE_ROLES", "JudgedGroup", "apply_refiners", "selects"]
+__all__ = ["JudgedGroup", "apply_refiners", "selects"]
 
-CAUSE_ROLES = ("cause", "companion")
 UNBOUNDED = 2**62
 
 
@@ -170,7 +170,7 @@ def apply_refiners(items: list[JudgedGroup], refiners: tuple[RefinerRule, ...]) 
         explainer = _Explainers(refiner, items)
         decided = []
         for target in items:
-            if target.role in ("benign", "marker") or not is_target(target):
+            if target.role in (Role.BENIGN, Role.MARKER) or not is_target(target):
                 continue
             cause = explainer(target)
             if cause is not None:

@@ -9,8 +9,9 @@ worth an ``ambiguous``.
 
 from __future__ import annotations
 
-from correlator.refine import CAUSE_ROLES, JudgedGroup
+from correlator.refine import JudgedGroup
 from correlator.workload import WorkloadRun
+from extractors.vocabulary import CAUSE_ROLES, Role
 
 __all__ = ["KILL", "TEARDOWN_TAGS", "explain_kill_teardown", "kill_time_ms"]
 
@@ -27,13 +28,13 @@ END_SLACK_MS = 60_000
 #: ``explained_by`` of what the kill explains.
 KILL = "scheduler kill"
 _KILL_MARKERS = ("timeout", "cancelled", "preempted")
-_TEARDOWN_ROLES = (*CAUSE_ROLES, "echo")
+_TEARDOWN_ROLES = (*CAUSE_ROLES, Role.ECHO)
 
 
 def kill_time_ms(run: WorkloadRun, items: list[JudgedGroup]) -> int | None:
     """The earliest moment the scheduler's kill can have started: its first kill marker (less a
     little clock skew), else the job's end less the kill wait."""
-    marks = [i.first_ms for i in items if i.role == "marker" and i.rule.marker in _KILL_MARKERS]
+    marks = [i.first_ms for i in items if i.role == Role.MARKER and i.rule.marker in _KILL_MARKERS]
     if marks:
         return min(marks) - KILL_SLACK_MS
     return run.end_ms - END_SLACK_MS if run.end_ms is not None else None
@@ -47,7 +48,7 @@ def explain_kill_teardown(run: WorkloadRun, items: list[JudgedGroup]) -> None:
     for item in items:
         if item.role not in _TEARDOWN_ROLES:
             continue
-        if item.role != "echo" and not (TEARDOWN_TAGS & set(item.rule.tags)):
+        if item.role != Role.ECHO and not (TEARDOWN_TAGS & set(item.rule.tags)):
             continue
         if item.first_ms >= kill_ms:
-            item.role, item.explained_by = "downstream", KILL
+            item.role, item.explained_by = Role.DOWNSTREAM, KILL

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
+from extractors.vocabulary import VerdictDomain
+
 __all__ = [
     "AttributionBlock",
     "ChainElement",
@@ -23,7 +25,6 @@ __all__ = [
 ]
 
 TerminalState = Literal["fail", "cancel", "timeout", "success"]
-SubDomain = Literal["hardware", "system_software", "infrastructure", "user", "ambiguous", "unattributed"]
 Uncertainty = Literal["multiple_nodes", "competing_domains", "secondary_only", "no_evidence", "weak_evidence"]
 
 
@@ -117,7 +118,7 @@ class Verdict(_Model):
     workload_id: str
     run_start: str | None
     terminal_state: TerminalState
-    sub_domain: SubDomain | None
+    sub_domain: VerdictDomain | None
     failure_domains: list[str]
     responsible_nodes: list[str]
     root_symptom: RootSymptom | None

@@ -15,16 +15,17 @@ from correlator.verdict import (
     RootSymptomCompat,
     Verdict,
 )
+from extractors.vocabulary import FOLLOWER_ROLES, Domain
 
 __all__ = ["build_verdict"]
 
 DOMAIN_LABELS = {
-    "hardware": "Hardware",
-    "system_software": "System Software",
-    "infrastructure": "Infrastructure",
-    "user": "User",
-    "ambiguous": "Ambiguous",
-    "unattributed": "Unattributed",
+    Domain.HARDWARE: "Hardware",
+    Domain.SYSTEM_SOFTWARE: "System Software",
+    Domain.INFRASTRUCTURE: "Infrastructure",
+    Domain.USER: "User",
+    Domain.AMBIGUOUS: "Ambiguous",
+    Domain.UNATTRIBUTED: "Unattributed",
 }
 TERMINAL_LABELS = {"fail": "Fail", "cancel": "Cancel", "timeout": "Timeout", "success": "Success"}
 #: A downstream or context chain element names at most this many nodes (those with the most
@@ -63,12 +64,12 @@ def build_verdict(decision: Decision, ruleset_version: str, lines_seen: int) -> 
 
 
 def _chain_role(item: JudgedGroup, decision: Decision, considered: set[int]) -> str:
-    if id(item) in considered and decision.sub_domain not in (None, "unattributed"):
+    if id(item) in considered and decision.sub_domain not in (None, Domain.UNATTRIBUTED):
         return "root"
     root = decision.root
     if root is not None and (item is root or (item.rule.id == root.rule.id and item.role == root.role)):
         return "root"
-    if item.role in ("echo", "downstream", "companion"):
+    if item.role in FOLLOWER_ROLES:
         return "downstream"
     return "context"
 
@@ -115,7 +116,7 @@ def _chain_nodes(lines_by_node: dict[str, int], sample: bool) -> dict:
 
 
 def _responsible_nodes(decision: Decision) -> list[str]:
-    if decision.sub_domain in (None, "user", "unattributed") or decision.systemic:
+    if decision.sub_domain in (None, Domain.USER, Domain.UNATTRIBUTED) or decision.systemic:
         return []
     return sorted(blamed_nodes(decision.considered))
 
@@ -208,13 +209,13 @@ def _job_facts(decision: Decision) -> JobFacts:
 
 def _detail(decision: Decision, responsible: list[str]) -> str:
     root = decision.root
-    echoes = [i for i in decision.items if i.role in ("echo", "downstream", "companion")]
+    echoes = [i for i in decision.items if i.role in FOLLOWER_ROLES]
     downstream = sum(i.group.count for i in echoes)
     echo_nodes = {i.node for i in echoes if i.node}
     if decision.terminal_state == "success":
         return "workload completed successfully"
     if root is None:
-        if decision.sub_domain == "unattributed":
+        if decision.sub_domain == Domain.UNATTRIBUTED:
             return "no rule matched any line of this workload's nodes in its window"
         actor = f" by {decision.actor}" if decision.actor else ""
         return f"{decision.terminal_state}{actor}; no failure evidence"

@@ -51,8 +51,8 @@ def render_catalog(ruleset: Ruleset) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for refiner in ruleset.refiners:
-        target = refiner.target.model_dump(exclude_defaults=True)
-        cause = refiner.cause.model_dump(exclude_defaults=True)
+        target = refiner.target.model_dump(mode="json", exclude_defaults=True)
+        cause = refiner.cause.model_dump(mode="json", exclude_defaults=True)
         within = f" ≤{refiner.within_s:g}s" if refiner.within_s is not None else ""
         out.append(
             f"| {refiner.order} | `{refiner.id}` | {_cell(str(target))} | {_cell(str(cause))} | "

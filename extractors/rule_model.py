@@ -13,9 +13,11 @@ key an error instead of a silently ignored field.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from extractors.vocabulary import CAUSE_ROLES, Domain, RefinedRole, Role, RuleDomain, RuleRole
 
 __all__ = [
     "DOMAINS",
@@ -29,9 +31,9 @@ __all__ = [
 ]
 
 #: Failure domains a rule may name; ``none`` is for benign and marker rules.
-DOMAINS = ("hardware", "system_software", "infrastructure", "user", "none")
+DOMAINS: tuple[Domain, ...] = get_args(RuleDomain)
 #: What a symptom can be in a cascade (see docs/rules.md).
-ROLES = ("cause", "companion", "echo", "context", "benign", "marker")
+ROLES: tuple[Role, ...] = get_args(RuleRole)
 #: Where a line came from; a rule looks only at the sources it lists.
 SOURCES = ("dmesg", "syslog", "applog", "k8s", "scheduler")
 #: Tags refiners select on (docs/rules.md explains each); rules may only use these.
@@ -61,8 +63,6 @@ TAGS = (
 #: Job-end facts a marker rule may state.
 MARKERS = ("timeout", "preempted", "cancelled", "node_failure", "success", "oom")
 
-Domain = Literal["hardware", "system_software", "infrastructure", "user", "none"]
-Role = Literal["cause", "companion", "echo", "context", "benign", "marker"]
 Source = Literal["dmesg", "syslog", "applog", "k8s", "scheduler"]
 Marker = Literal["timeout", "preempted", "cancelled", "node_failure", "success", "oom"]
 
@@ -111,10 +111,10 @@ class SymptomRule(_Strict):
     status: Literal["experimental", "test", "stable", "deprecated"] = "test"
     description: str
     why: str
-    domain: Domain
+    domain: RuleDomain
     symptom: str
     catalog_id: str | None = None
-    role: Role = "cause"
+    role: RuleRole = Role.CAUSE
     priority: int = Field(ge=0, le=100)
     sources: list[Source] = Field(default_factory=lambda: list(SOURCES))
     case_insensitive: bool = False
@@ -153,9 +153,9 @@ class SymptomRule(_Strict):
             if name not in groups:
                 msg = f"'{name}' is not a named group (?P<{name}>...) of any pattern"
                 raise ValueError(msg)
-        if self.role == "marker" and self.marker is None:
+        if self.role == Role.MARKER and self.marker is None:
             raise ValueError("a rule with role 'marker' must say which 'marker' it states")
-        if self.role in ("cause", "companion") and self.domain == "none":
+        if self.role in CAUSE_ROLES and self.domain == Domain.NONE:
             raise ValueError("a cause or companion needs a failure domain, not 'none'")
         if self.status in ("test", "stable") and not (self.examples.match and self.examples.no_match):
             msg = f"status '{self.status}' needs at least one 'match' and one 'no_match' example"
@@ -178,8 +178,8 @@ class Selector(_Strict):
     tags: list[str] = Field(default_factory=list)
     exclude_tags: list[str] = Field(default_factory=list)
     catalog_prefixes: list[str] = Field(default_factory=list)
-    domains: list[Domain] = Field(default_factory=list)
-    roles: list[Role] = Field(default_factory=lambda: ["cause", "companion"])
+    domains: list[RuleDomain] = Field(default_factory=list)
+    roles: list[RuleRole] = Field(default_factory=lambda: list(CAUSE_ROLES))
     sources: list[Source] = Field(default_factory=list)
     min_priority: int = 0
 
@@ -198,7 +198,7 @@ class RefinerRule(_Strict):
     relation: Literal["after", "before", "any"] = "after"
     within_s: float | None = None
     scope: Literal["any_node", "same_node", "other_node", "same_entity"] = "any_node"
-    set_role: Literal["downstream", "companion", "context"]
+    set_role: RefinedRole
     references: list[str] = Field(default_factory=list)
 
     _dotted_lowercase_id = field_validator("id")(classmethod(lambda cls, value: _check_id(value)))

@@ -33,6 +33,7 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher
+from extractors.vocabulary import Domain
 from streams.normalize import normalize_record
 from streams.records import DEFAULT_TOPICS, JobEvent, LogLine
 from streams.settings import DEFAULT_MATCHER_CACHE_DIR
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 #: The failure domains a label may name; ``unknown`` marks an echo whose owner the line does not tell.
-DOMAINS = ("hardware", "system_software", "infrastructure", "user")
+DOMAINS = (Domain.HARDWARE, Domain.SYSTEM_SOFTWARE, Domain.INFRASTRUCTURE, Domain.USER)
 TEST_PERCENT = 30
 #: The node a line is attributed to when it names none itself.
 EVAL_NODE = "eval-node"

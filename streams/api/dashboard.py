@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from html import escape
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote, urlencode
 
 import orjson
 from aiohttp import web
 from redis.asyncio import Redis
 
+from extractors.vocabulary import Domain, VerdictDomain
 from sinks.redis_keys import VerdictKeys
 
 __all__ = ["dashboard_app"]
@@ -23,7 +24,7 @@ __all__ = ["dashboard_app"]
 RECENT_LIMIT = 500
 CLIENT = web.AppKey("client", Redis)
 KEYS = web.AppKey("keys", VerdictKeys)
-DOMAINS = ("hardware", "system_software", "infrastructure", "user", "ambiguous", "unattributed")
+DOMAINS: tuple[Domain, ...] = get_args(VerdictDomain)
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
