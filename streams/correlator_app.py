@@ -32,6 +32,7 @@ from sinks.base import Sink, SinkError
 from streams import metrics, wire
 from streams.gap_fill import GapReader, ReadBack
 from streams.partitions import NodePartition, WorkloadPartition
+from streams.read_committed import ReadCommittedApp
 from streams.settings import Settings
 from streams.stall_watch import StallWatch
 from streams.topics import Topics, partition_for
@@ -41,6 +42,7 @@ __all__ = ["build_correlator_app"]
 log = logging.getLogger("faultstream.correlator")
 
 SINK_RETRY_PAUSE_S = 5.0
+WATERMARK_KEY = b"__wm__"  # the key of the extractor's watermark records (streams/extract_worker.py)
 STALL_CHECK_S = 5.0
 
 
@@ -58,7 +60,8 @@ def _credentials(settings: Settings) -> Any:
 
 
 def _app(settings: Settings) -> faust.App:
-    return faust.App(
+    # reads only committed records: the extractor's batches are transactions (streams/read_committed.py)
+    return ReadCommittedApp(
         f"{settings.namespace}faultstream-correlator",
         broker=f"kafka://{settings.kafka_bootstrap_servers}",
         broker_credentials=_credentials(settings),
@@ -101,6 +104,9 @@ class _Stage:
         self.workload_parts: dict[int, WorkloadPartition] = {}
         self.stall_watch = StallWatch(settings.stall_restart_s)
         self.gaps = GapReader(settings.aiokafka_options())
+        #: (topic, partition) → offset of the last extractor watermark applied: the last record of
+        #: an extractor transaction there, so the offset after it is the transaction's commit marker
+        self.batch_ends: dict[tuple[str, int], int] = {}
 
     def forget(self) -> None:
         self.node_parts.clear()
@@ -144,27 +150,40 @@ class _Stage:
         for missing in await self._read_back_gap(part, message):
             await self._apply_node_event(part, missing)
         await self._apply_node_event(part, message)
+        self._note_batch_end(message)
 
     async def on_workload_event(self, message: Any) -> None:
         part = self.workload_part(message.partition)
         for missing in await self._read_back_gap(part, message):
             await self._apply_workload_event(part, missing)
         await self._apply_workload_event(part, message)
+        self._note_batch_end(message)
+
+    def _note_batch_end(self, message: Any) -> None:
+        if message.key == WATERMARK_KEY:  # the extractor sends it last, per partition and batch
+            self.batch_ends[(message.topic, message.partition)] = message.offset
 
     async def _read_back_gap(self, part: NodePartition | WorkloadPartition, message: Any) -> list[ReadBack]:
         """The records between the partition's offset marker and this one, if the stream skipped
-        some (streams/gap_fill.py); none in the normal case, where this is the marker + 1."""
+        some (streams/gap_fill.py); none in the normal case. Offsets no reader sees are normal too:
+        the commit marker after each extractor transaction, and after a crash an aborted batch and
+        its abort marker; only a read-back tells those from records the stream dropped."""
         marker = part.clock.offset
         if marker < 0 or message.offset <= marker + 1:
             return []
-        log.warning(
-            "%s[%d]: the stream skipped offsets %d..%d; reading them back",
-            message.topic,
-            message.partition,
-            marker + 1,
-            message.offset - 1,
-        )
-        return await self.gaps.read(message.topic, message.partition, marker + 1, message.offset)
+        if message.offset == marker + 2 and self.batch_ends.get((message.topic, message.partition)) == marker:
+            return []  # the one offset skipped is the commit marker of the batch that ended at the marker
+        missing = await self.gaps.read(message.topic, message.partition, marker + 1, message.offset)
+        if missing:
+            log.warning(
+                "%s[%d]: the stream skipped offsets %d..%d; read %d records back",
+                message.topic,
+                message.partition,
+                marker + 1,
+                message.offset - 1,
+                len(missing),
+            )
+        return missing
 
     async def _apply_node_event(self, part: NodePartition, message: Any) -> None:
         if not part.fresh(message.offset):

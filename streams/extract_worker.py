@@ -1,15 +1,17 @@
 """The extractor stage: the hot path that sees every log line (docs/architecture.md).
 
 A plain aiokafka consumer-group worker, no per-event framework cost: fetch a batch from the
-ingest topics, normalize it, scan it with one Hyperscan call, collapse what matched, produce the
-results keyed by node or workload, wait for the broker's acknowledgements, and only then commit
-the batch's offsets (at-least-once: nothing is lost; a replay after a crash only repeats).
+ingest topics, normalize it, scan it with one Hyperscan call, collapse what matched, and produce
+the results keyed by node or workload in one Kafka transaction with the batch's input offsets
+(exactly once for read-committed readers: a crash mid-batch aborts the batch's outputs, and the
+restarted extractor makes them again from the last committed input offsets).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections import Counter as Tally
 from collections.abc import Sequence
@@ -17,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
-from aiokafka.errors import CommitFailedError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from correlator.batching import BatchContribution, collapse_batch
@@ -37,6 +38,10 @@ from streams.watermarks import InputWatermarks
 __all__ = ["ExtractorStats", "ExtractorWorker"]
 
 log = logging.getLogger("faultstream.extractor")
+
+#: The broker aborts a transaction left open this long: how long read-committed readers can be
+#: held up by an extractor that died and never came back (one that restarts aborts it at once).
+TRANSACTION_TIMEOUT_MS = 30_000
 
 
 @dataclass
@@ -76,6 +81,8 @@ class ExtractorWorker:
         self.latest_ms = 0
         self.inputs = InputWatermarks(int(settings.idle_partition_s * 1000))
         self._stopping = asyncio.Event()
+        self._in_flight: asyncio.Task[None] | None = None  # the batch being delivered
+        self.assignments = 0  # partition assignments so far: a batch fetched before one is stale
 
     def stop(self) -> None:
         self._stopping.set()
@@ -91,9 +98,17 @@ class ExtractorWorker:
             **options,
         )
         producer = AIOKafkaProducer(
-            acks="all", linger_ms=5, max_batch_size=1 << 20, compression_type=None, **options
+            acks="all",
+            linger_ms=5,
+            max_batch_size=1 << 20,
+            compression_type=None,
+            transactional_id=self.transactional_id,
+            transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
+            **options,
         )
-        consumer.subscribe(list(self.topics.ingest), listener=_CountRebalances(self.inputs))
+        consumer.subscribe(list(self.topics.ingest), listener=_Rebalances(self))
+        # the producer first: its start fences a predecessor of the same id and settles the batch it
+        # left (committed or aborted), so the consumer then reads settled committed offsets
         await producer.start()
         await consumer.start()
         relax_for_batches()
@@ -107,65 +122,74 @@ class ExtractorWorker:
             await consumer.stop()
             await producer.stop()
 
+    @property
+    def transactional_id(self) -> str:
+        return f"{self.group_id}-{self.settings.extractor_id or socket.gethostname()}"
+
     async def _loop(self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer) -> None:
-        """One batch in flight: while the broker acknowledges batch N, batch N+1 is fetched and
-        processed. Batches are produced and committed strictly in order, each commit naming the
-        offsets after its own batch, so a crash replays at most the unacknowledged batches."""
-        in_flight: asyncio.Task[None] | None = None
+        """One batch in flight: while the broker takes batch N's transaction, batch N+1 is fetched
+        and processed. Transactions commit strictly in order, each with the input offsets after
+        its own batch, so a crash makes the restarted extractor redo exactly the uncommitted ones."""
         try:
             while not self._stopping.is_set():
+                assignments = self.assignments
                 fetched = await consumer.getmany(
                     timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
                 )
                 records = [r for batch in fetched.values() for r in batch]
                 if not records:
-                    in_flight = await self._announce_idle_inputs(consumer, producer, in_flight)
+                    await self._announce_idle_inputs(producer)
                     continue
                 started = time.perf_counter()
                 outputs = self.process(records)
                 self.stats.seconds_busy += time.perf_counter() - started
                 offsets = {tp: batch[-1].offset + 1 for tp, batch in fetched.items() if batch}
-                if in_flight is not None:
-                    await in_flight  # the previous batch is acknowledged and committed first
-                in_flight = asyncio.ensure_future(self._deliver(consumer, producer, outputs, offsets))
+                if self._in_flight is not None:
+                    await self._in_flight  # the previous batch's transaction commits first
+                if self.assignments != assignments:
+                    # a rebalance came in between: every assigned partition restarts from its
+                    # committed offset, this batch included, so delivering it would count it twice
+                    log.info("batch of %d records fetched across a rebalance dropped", len(records))
+                    _rewind(consumer, fetched)
+                    self.inputs.assign(consumer.assignment(), _wall_ms())  # it saw what is read again
+                    continue
+                self._in_flight = asyncio.ensure_future(self._deliver(producer, outputs, offsets))
                 self.stats.batches += 1
         finally:
-            if in_flight is not None:
-                await in_flight
+            if self._in_flight is not None:
+                await self._in_flight
 
     async def _deliver(
-        self,
-        consumer: AIOKafkaConsumer,
-        producer: AIOKafkaProducer,
-        outputs: _Outputs,
-        offsets: dict[TopicPartition, int],
+        self, producer: AIOKafkaProducer, outputs: _Outputs, offsets: dict[TopicPartition, int]
     ) -> None:
-        await self._produce(producer, outputs)
-        # only after the broker has every output of the batch; partitions a rebalance took away
-        # meanwhile are replayed by their new owner from its last commit (at-least-once)
-        assigned = consumer.assignment()
-        mine = {tp: offset for tp, offset in offsets.items() if tp in assigned}
-        try:
-            if mine:
-                await consumer.commit(mine)
-        except CommitFailedError as exc:
-            log.warning("batch delivered but not committed (the group rebalanced): %s", exc)
+        """The batch's outputs and its input offsets in one transaction: read-committed readers see
+        all of them or, after a crash, none (the restarted extractor aborts the open transaction
+        and makes the batch again from the committed offsets)."""
+        async with producer.transaction():
+            await self._produce(producer, outputs)
+            if self.settings.extractor_commit_delay_ms:
+                await asyncio.sleep(self.settings.extractor_commit_delay_ms / 1000)
+            if offsets:  # none when only a watermark is announced
+                await producer.send_offsets_to_transaction(offsets, self.group_id)
 
-    async def _announce_idle_inputs(
-        self, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer, in_flight: asyncio.Task[None] | None
-    ) -> asyncio.Task[None] | None:
+    async def _announce_idle_inputs(self, producer: AIOKafkaProducer) -> None:
         """No record came: an input partition that has gone idle may have freed the watermark.
         Announced like a batch with nothing in it, after the batch in flight."""
         announced = self.inputs.watermark_ms
         if self.inputs.advance(_wall_ms()) <= announced:
-            return in_flight
-        if in_flight is not None:
-            await in_flight
-        return asyncio.ensure_future(self._deliver(consumer, producer, _Outputs(mark=self._mark()), {}))
+            return
+        if self._in_flight is not None:
+            await self._in_flight
+        self._in_flight = asyncio.ensure_future(self._deliver(producer, _Outputs(mark=self._mark()), {}))
 
     def _mark(self) -> dict[str, Any]:
         idle_ms = int(self.settings.idle_partition_s * 1000)
         return wire.watermark(self.inputs.advance(_wall_ms()), self.inputs.source, idle_ms)
+
+    async def settle(self) -> None:
+        """Wait for the batch being delivered: its offsets are committed when this returns."""
+        if self._in_flight is not None:
+            await asyncio.gather(self._in_flight, return_exceptions=True)  # its error is the loop's
 
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
@@ -276,19 +300,20 @@ class ExtractorWorker:
             await asyncio.gather(*futures)  # the broker has them all: now the offsets may be committed
 
 
-class _CountRebalances(ConsumerRebalanceListener):
-    """Counts each assignment the group hands this worker (its first join included), and hands it
-    to the input watermarks: every partition is read again from its committed offset."""
+class _Rebalances(ConsumerRebalanceListener):
+    """Lets the batch in flight commit before partitions move (its offsets then reach the next
+    owner, which does not redo it); counts each assignment (the first join included)."""
 
-    def __init__(self, inputs: InputWatermarks) -> None:
-        self.inputs = inputs
+    def __init__(self, worker: ExtractorWorker) -> None:
+        self.worker = worker
 
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        pass
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.worker.settle()
 
     def on_partitions_assigned(self, assigned: Any) -> None:
+        self.worker.assignments += 1
+        self.worker.inputs.assign(assigned, _wall_ms())
         metrics.count_rebalance("extractor")
-        self.inputs.assign(assigned, _wall_ms())
 
 
 def _wall_ms() -> int:
@@ -303,6 +328,15 @@ def _latest_ms(normalized: Any) -> int | None:
 
 def _key(raw: bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if raw is not None else None
+
+
+def _rewind(consumer: AIOKafkaConsumer, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+    """Read a dropped batch again: its partitions still assigned go back to its first offsets (a
+    rebalance has set them there already, unless the batch was fetched after it)."""
+    assigned = consumer.assignment()
+    for tp, batch in fetched.items():
+        if batch and tp in assigned:
+            consumer.seek(tp, batch[0].offset)
 
 
 def _dead_value(dead: DeadLetter) -> bytes:

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     #: Extractor: records per fetch and the longest wait for a batch to fill.
     batch_max_records: int = 5000
     batch_timeout_ms: int = 200
+    #: Extractor: this instance's name, stable across its restarts and unique among running
+    #: extractors; its Kafka transactional id is made of it. A restarted extractor aborts the batch
+    #: its predecessor left open; of two sharing a name the older is fenced off. Default: host name.
+    extractor_id: str | None = None
+    #: Extractor: hold each batch's transaction open this long before committing it. 0 in
+    #: production; tests use it to kill an extractor in the middle of a batch.
+    extractor_commit_delay_ms: int = Field(0, ge=0)
     #: Extractor: an input partition without a record for this long (wall time) no longer holds
     #: the event-time watermark back (streams/watermarks.py); the correlator likewise stops
     #: waiting for an extractor it has not heard from for this long.

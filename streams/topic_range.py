@@ -128,7 +128,11 @@ async def read_range(
     names = default_topic_names(settings)
     wanted = topics or list(names)
     consumer = AIOKafkaConsumer(
-        group_id=None, enable_auto_commit=False, auto_offset_reset="earliest", **settings.aiokafka_options()
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",  # an internal topic's aborted extractor batches are not records
+        **settings.aiokafka_options(),
     )
     await consumer.start()
     try:

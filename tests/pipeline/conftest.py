@@ -108,14 +108,14 @@ class Pipeline:
         env.update(self.overrides)
         return env
 
-    def start(self, *command: str, name: str) -> subprocess.Popen:
+    def start(self, *command: str, name: str, defaults: dict[str, str] | None = None) -> subprocess.Popen:
         log = (self.workdir / f"{name}.log").open("ab")
         run_dir = self.workdir / name
         run_dir.mkdir(exist_ok=True)
         process = subprocess.Popen(
             [sys.executable, "-m", "streams", *command],
             cwd=run_dir,
-            env=self.env(),
+            env={**(defaults or {}), **self.env()},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -123,7 +123,9 @@ class Pipeline:
         return process
 
     def extractor(self, name: str = "extractor") -> subprocess.Popen:
-        return self.start("worker", "extractor", name=name)
+        # its name is its instance id (its Kafka transactional id) unless the test sets one:
+        # two extractors of one id would fence each other
+        return self.start("worker", "extractor", name=name, defaults={"FAULTSTREAM_EXTRACTOR_ID": name})
 
     def correlator(self, name: str = "correlator") -> subprocess.Popen:
         level = os.environ.get("FS_TEST_LOG", "INFO")  # DEBUG logs every node report

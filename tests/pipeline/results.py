@@ -81,6 +81,7 @@ def read_topic(bootstrap: str, topic: str, idle_s: float = 3.0) -> list[tuple[by
             auto_offset_reset="earliest",
             enable_auto_commit=False,
             group_id=None,
+            isolation_level="read_committed",  # as the correlator reads: no aborted extractor batch
         )
         await consumer.start()
         records = []
