@@ -185,6 +185,7 @@ class Run:
     events: list[tuple[float, str]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
     segments: list[dict[str, Any]] = field(default_factory=list)
+    finished: bool = False
     background: set[asyncio.Task] = field(default_factory=set)  # a second correlator's leaving
 
     def now(self) -> float:
@@ -204,7 +205,7 @@ async def send_load(run: Run) -> None:
     storm_every = max(1, round(args.storm_every_s / args.segment_s)) if args.storm_every_s else 0
     stories = [name for name in args.stories.split(",") if name]
     load = segments(per_segment, storm_every, args.storm_nodes, args.storm_lines, stories)
-    pending: list[asyncio.Future] = []
+    pending: list[tuple[asyncio.Future, dict[str, Any]]] = []
     began = time.monotonic()
     try:
         with run.recording.open("wb") as recording:
@@ -224,16 +225,38 @@ async def send_load(run: Run) -> None:
                     while run.sent >= args.rate * (time.monotonic() - began):
                         await asyncio.sleep(0.02)
                     recording.write(orjson.dumps(record) + b"\n")
-                    pending.append(await _send(producer, run.settings, record))
+                    pending.append((await _send(producer, run.settings, record), record))
                     run.sent += 1
                     if len(pending) >= 500:
-                        await asyncio.gather(*pending)
-                        pending.clear()
-            await asyncio.gather(*pending, upcoming)
+                        await _settle(run, producer, pending)
+            await _settle(run, producer, pending)
+            await upcoming
     finally:
         await producer.stop()
         run.sending = False
         run.event(f"load stopped: {run.sent:,} records in {len(run.segments)} segments")
+
+
+async def _settle(run: Run, producer: AIOKafkaProducer, pending: list[tuple[asyncio.Future, dict]]) -> None:
+    """Wait for the acknowledgements; records the broker refused (a leader election on a shared
+    broker) are sent again, later than the recording has them (the event log says so)."""
+    for attempt in range(10):
+        results = await asyncio.gather(*(future for future, _ in pending), return_exceptions=True)
+        failed = [
+            record
+            for (_, record), result in zip(pending, results, strict=True)
+            if isinstance(result, Exception)
+        ]
+        pending.clear()
+        if not failed:
+            return
+        error = next(r for r in results if isinstance(r, Exception))
+        run.event(
+            f"{len(failed)} records refused by the broker ({error!r}), sent again (attempt {attempt + 1})"
+        )
+        await asyncio.sleep(2)
+        pending += [(await _send(producer, run.settings, record), record) for record in failed]
+    raise RuntimeError("the broker kept refusing records")
 
 
 async def _send(producer: AIOKafkaProducer, settings: Settings, record: dict[str, Any]) -> asyncio.Future:
@@ -619,12 +642,14 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         await _wait_logged(workers.start("correlator"), "Worker ready")
         run.started = time.monotonic()
         run.event("load starts")
-        return await _run(run, args, workdir)
+        summary = await _run(run, args, workdir)
+        run.finished = True
+        return summary
     finally:
         workers.stop_all()
         if redis:
             redis.stop(save=False)
-        if not args.keep_topics:
+        if run.finished and not args.keep_topics:  # a failed run's topics stay, to be looked at
             await delete_namespace_topics(settings)
 
 
@@ -632,7 +657,14 @@ async def _run(run: Run, args: argparse.Namespace, workdir: Path) -> dict[str, A
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample_until(run, stop))
     faults = asyncio.create_task(inject_faults(run))
-    await send_load(run)
+    try:
+        await send_load(run)
+    except Exception as exc:
+        run.event(f"load failed: {exc!r}")
+        stop.set()
+        await sampler
+        write_outputs(run, {"error": repr(exc), "faults": run.events}, args.out, args.name)
+        raise
     await faults
     await asyncio.gather(*run.background)
     expected, dead_expected = await asyncio.to_thread(expected_in, run.snapshot, run.recording, args.grace)
