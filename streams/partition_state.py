@@ -42,6 +42,9 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         self.decode = decode
         self.encode = encode
         self.cache: dict[str, T] = {}
+        #: Keys deleted since the last persist(): their tombstones go to the table with the rest of
+        #: the state, not before it (a recovered partition is a snapshot of one moment).
+        self.deleted: set[str] = set()
 
     def _mine(self, key: Any) -> bool:
         return (
@@ -52,25 +55,27 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
 
     def __getitem__(self, key: str) -> T:
         if key not in self.cache:
+            if key in self.deleted:
+                raise KeyError(key)
             raw = self.table[key]
             self.cache[key] = self.decode(key, raw)
         return self.cache[key]
 
     def __setitem__(self, key: str, value: T) -> None:
         self.cache[key] = value
+        self.deleted.discard(key)
 
     def __delitem__(self, key: str) -> None:
         self.cache.pop(key, None)
-        if key in self.table:
-            del self.table[key]
+        self.deleted.add(key)
 
     def __contains__(self, key: object) -> bool:
-        return key in self.cache or key in self.table
+        return key in self.cache or (key not in self.deleted and key in self.table)
 
     def __iter__(self) -> Iterator[str]:
         # read from the table each time (not a cached index): after a rebalance the table is the
         # truth, and iteration happens on clock records only
-        seen = set(self.cache)
+        seen = set(self.cache) | self.deleted
         yield from list(self.cache)
         yield from [k for k in list(self.table.keys()) if k not in seen and self._mine(k)]
 
@@ -78,7 +83,11 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         return sum(1 for _ in self)
 
     def persist(self, keys: set[str]) -> None:
-        """Write the touched keys back to the table (deleted ones are already gone)."""
+        """Write the touched keys back to the table, and the deleted ones' tombstones."""
+        for key in self.deleted:
+            if key not in self.cache and key in self.table:
+                del self.table[key]
+        self.deleted = set()
         for key in keys:
             value = self.cache.get(key)
             if value is not None:

@@ -25,8 +25,9 @@ EXPIRE_EVERY_MS = 10_000
 #: State is expired by the watermark of this long ago (wall time): see PartitionClock.lagged.
 EXPIRE_DELAY_MS = 60_000
 OVERDUE_MIN_S = 120.0
-CLOCK_SAVE_EVERY_MS = 1_000
-COUNTS_SAVE_EVERY_MS = 1_000
+#: State changes and the offset marker go to the changelog together, at most this often (record
+#: time): see _Partition.persist.
+FLUSH_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job"})
@@ -54,8 +55,7 @@ class _Partition:
         self._last_expire = 0
         self._clock_record = False
         self._wall_ms = 0
-        self._clock_saved_ms = 0
-        self._counts_saved_ms = 0
+        self._flushed_ms = 0
 
     def fresh(self, offset: int) -> bool:
         """False for a record this partition already applied (a replay after a restart)."""
@@ -67,15 +67,28 @@ class _Partition:
 
     def _advance(self, wall_ms: int, offset: int) -> int:
         self.clock.offset = max(self.clock.offset, offset)
-        self._wall_ms = wall_ms
+        self._wall_ms = max(self._wall_ms, wall_ms)
         return self.clock.effective(wall_ms)
 
-    def _save_clock(self, wrote_state: bool) -> None:
-        """The clock (and its offset marker) goes to the changelog with every state change, and
-        otherwise once a second: each changelog write is a produce the table waits for, and
-        watermark and tick records come many times a second. Records replayed after a crash past
-        the last saved marker only repeat line counts and ticks."""
-        self.clock.save(self.table, self.clock_key)  # every record: the offset marker must not lag
+    def persist(self, everything: bool = False) -> None:
+        """Write what changed since the last flush to the table (its changelog), then the clock
+        with its offset marker: at most once a second of record time, and always with ``everything``
+        (before a rebalance hands the partition over).
+
+        State and marker go together, so a recovered partition is a snapshot of one moment: the
+        records after its marker are read again (streams/gap_fill.py) and applied again, none
+        twice and none lost, line counts included. Outputs sent since the snapshot are sent again
+        with the same content, which their consumers take as the same report or revision. Writing
+        once a second, not once a record, is also what keeps a 1,250-node job's storm from being
+        a changelog produce per node per batch (docs/architecture.md)."""
+        if not everything and self._wall_ms - self._flushed_ms < FLUSH_EVERY_MS:
+            return
+        self._flushed_ms = self._wall_ms
+        self._write_changes()
+        self.clock.save(self.table, self.clock_key)
+
+    def _write_changes(self) -> None:
+        raise NotImplementedError
 
     def _expire_at(self, wall_ms: int) -> int | None:
         """The watermark to expire state by, at most every ten seconds of wall time."""
@@ -95,7 +108,6 @@ class NodePartition(_Partition):
             table, partition, partitions, self._load_state, state_codec.encode_node_state
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
-        self._counts_due: set[str] = set()  # nodes whose counts record is written at the next flush
 
     def _load_state(self, node: str, raw: bytes) -> NodeState:
         state = state_codec.decode_node_state(node, raw)
@@ -134,28 +146,19 @@ class NodePartition(_Partition):
         self.clock.observe(group.last_ms, wall_ms)
         return self.nodes.on_group(group)
 
-    def persist(self, everything: bool = False) -> None:
-        """Write what changed to the table (its changelog). Nodes whose line counts alone changed
-        are written once a second, and all of them when ``everything`` is asked for (before the
-        partition is handed over in a rebalance): a line-count record touches dozens of nodes,
-        every write is a produce, and a crash in between costs at most a second of counts, never
-        a symptom or a placement."""
-        flush_counts = everything or self._wall_ms - self._counts_saved_ms >= COUNTS_SAVE_EVERY_MS
-        if flush_counts:
-            self._counts_saved_ms = self._wall_ms
+    def _write_changes(self) -> None:
+        """A node's symptoms and runs are one record and its line counts another: counts change
+        with nearly every batch, the rest rarely."""
         changed = self.nodes.take_touched(with_counts=False)
-        self.view.persist(changed)  # symptoms and runs, without the line counts
-        self._counts_due |= changed  # an expiry may have forgotten minutes of counts too
+        counted = changed | self.nodes.take_touched(with_counts=True)  # an expiry forgets counts too
+        self.view.persist(changed)
         for node in self.nodes.take_dropped():
             if self.view.cache.get(node) is None and line_counts_key(node) in self.table:
                 del self.table[line_counts_key(node)]
-        if flush_counts:  # every write is a produce: counts go once a second, whatever changed
-            for node in self._counts_due | self.nodes.take_touched(with_counts=True):
-                state = self.view.cache.get(node)
-                if state is not None:
-                    self.table[line_counts_key(node)] = state_codec.encode_line_counts(state.window.line_slots)
-            self._counts_due = set()
-        self._save_clock(bool(changed))
+        for node in counted:
+            state = self.view.cache.get(node)
+            if state is not None:
+                self.table[line_counts_key(node)] = state_codec.encode_line_counts(state.window.line_slots)
 
 
 class WorkloadPartition(_Partition):
@@ -222,14 +225,12 @@ class WorkloadPartition(_Partition):
 
         return state_codec.decode_workload_state(workload_id, raw, read_node)
 
-    def persist(self) -> None:
-        """Write the changed run records, then each changed (workload, node) record: a node's
-        report and direct symptoms are a record of their own, so no record grows with the
-        number of nodes (docs/architecture.md, "Record sizes")."""
-        touched = self.workloads.take_touched()
-        self.view.persist(touched)
-        changed = self.workloads.take_node_changes()
-        for workload_id, node in sorted(changed):
+    def _write_changes(self) -> None:
+        """The changed run records, then each changed (workload, node) record: a node's report
+        and direct symptoms are a record of their own, so no record grows with the number of
+        nodes (docs/architecture.md, "Record sizes")."""
+        self.view.persist(self.workloads.take_touched())
+        for workload_id, node in sorted(self.workloads.take_node_changes()):
             state = self.view.cache.get(workload_id)
             record = state_codec.encode_node_record(state, node) if state is not None else None
             key = node_record_key(workload_id, node)
@@ -237,4 +238,3 @@ class WorkloadPartition(_Partition):
                 self.table[key] = record
             elif key in self.table:
                 del self.table[key]
-        self._save_clock(bool(touched or changed))

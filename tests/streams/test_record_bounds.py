@@ -75,6 +75,7 @@ def test_a_recovered_workload_partition_decides_the_same_verdict(storm, bundled_
     for offset, record in enumerate(records[:-1]):  # the last node has not reported yet
         part.handle(record, state.run.end.time_ms, offset)
         part.persist()
+    part.persist(everything=True)  # within one second: written at the hand-over
     recovered = WorkloadPartition(bundled_ruleset, SETTINGS, table, part.partition, 4)
     _, [verdict] = recovered.handle(records[-1], state.run.end.time_ms, len(records))
     assert verdict.responsible_nodes == [storm_xid_node(NODES)]
