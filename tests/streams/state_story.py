@@ -36,16 +36,6 @@ LINES = [  # (host, ms after T0, source, job named by the record, text)
 ]
 
 
-def _write_all(partition: NodePartition | WorkloadPartition) -> None:
-    """Everything changed goes to the table after each record, as at a hand-over: the story's
-    tables are snapshots. (The workload side's persist() wrote everything until flushes were
-    timed; since then it takes ``everything`` as the node side does.)"""
-    try:
-        partition.persist(everything=True)
-    except TypeError:
-        partition.persist()  # type: ignore[call-arg]
-
-
 class Story:
     """Both partitions, with the records routed between them as the live topics would."""
 
@@ -60,14 +50,14 @@ class Story:
     def to_nodes(self, record: dict[str, Any], at_ms: int) -> None:
         self.node_offset += 1
         reports = self.nodes.handle(record, T0 + at_ms, self.node_offset)
-        _write_all(self.nodes)
+        self.nodes.persist(everything=True)  # the story's tables are snapshots after each record
         for raw in wire.packed_evidence(reports):
             self.to_workloads(wire.decode(raw), at_ms)
 
     def to_workloads(self, record: dict[str, Any], at_ms: int) -> None:
         self.workload_offset += 1
         placements, verdicts = self.workloads.handle(record, T0 + at_ms, self.workload_offset)
-        _write_all(self.workloads)
+        self.workloads.persist(everything=True)
         self.verdicts += verdicts
         for raw in wire.packed_places(placements):
             self.to_nodes(wire.decode(raw), at_ms)
