@@ -42,6 +42,8 @@ log = logging.getLogger("faultstream.extractor")
 #: The broker aborts a transaction left open this long: how long read-committed readers can be
 #: held up by an extractor that died and never came back (one that restarts aborts it at once).
 TRANSACTION_TIMEOUT_MS = 30_000
+#: How long a rebalance waits for the offsets of the batch just committed to become visible.
+SETTLE_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -82,6 +84,7 @@ class ExtractorWorker:
         self.inputs = InputWatermarks(int(settings.idle_partition_s * 1000))
         self._stopping = asyncio.Event()
         self._in_flight: asyncio.Task[None] | None = None  # the batch being delivered
+        self._delivered: dict[TopicPartition, int] = {}  # the input offsets its transaction committed
         self.assignments = 0  # partition assignments so far: a batch fetched before one is stale
 
     def stop(self) -> None:
@@ -106,7 +109,7 @@ class ExtractorWorker:
             transaction_timeout_ms=TRANSACTION_TIMEOUT_MS,
             **options,
         )
-        consumer.subscribe(list(self.topics.ingest), listener=_Rebalances(self))
+        consumer.subscribe(list(self.topics.ingest), listener=_Rebalances(self, consumer))
         # the producer first: its start fences a predecessor of the same id and settles the batch it
         # left (committed or aborted), so the consumer then reads settled committed offsets
         await producer.start()
@@ -171,6 +174,7 @@ class ExtractorWorker:
                 await asyncio.sleep(self.settings.extractor_commit_delay_ms / 1000)
             if offsets:  # none when only a watermark is announced
                 await producer.send_offsets_to_transaction(offsets, self.group_id)
+        self._delivered = offsets
 
     async def _announce_idle_inputs(self, producer: AIOKafkaProducer) -> None:
         """No record came: an input partition that has gone idle may have freed the watermark.
@@ -186,10 +190,17 @@ class ExtractorWorker:
         idle_ms = int(self.settings.idle_partition_s * 1000)
         return wire.watermark(self.inputs.advance(_wall_ms()), self.inputs.source, idle_ms)
 
-    async def settle(self) -> None:
-        """Wait for the batch being delivered: its offsets are committed when this returns."""
-        if self._in_flight is not None:
-            await asyncio.gather(self._in_flight, return_exceptions=True)  # its error is the loop's
+    async def settle(self, consumer: AIOKafkaConsumer) -> None:
+        """Wait for the batch being delivered, then until the group shows its offsets: a transaction's
+        offsets become visible once the broker has written its markers, after the commit returns,
+        and the next owner of a partition must not start from the offsets before them."""
+        if self._in_flight is None:
+            return
+        await asyncio.gather(self._in_flight, return_exceptions=True)  # its error is the loop's
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        for tp, offset in self._delivered.items():
+            while await consumer.committed(tp) != offset and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
 
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
@@ -304,11 +315,11 @@ class _Rebalances(ConsumerRebalanceListener):
     """Lets the batch in flight commit before partitions move (its offsets then reach the next
     owner, which does not redo it); counts each assignment (the first join included)."""
 
-    def __init__(self, worker: ExtractorWorker) -> None:
-        self.worker = worker
+    def __init__(self, worker: ExtractorWorker, consumer: AIOKafkaConsumer) -> None:
+        self.worker, self.consumer = worker, consumer
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self.worker.settle()
+        await self.worker.settle(self.consumer)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self.worker.assignments += 1
