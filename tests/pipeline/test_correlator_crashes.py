@@ -55,7 +55,7 @@ def test_kill_9_of_the_correlator_while_it_applies_a_1250_node_storm(pipeline, t
 
     time.sleep(SESSION_EXPIRY_S)  # the group drops the dead member; its replacement takes everything
     pipeline.correlator("correlator-b")
-    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=240)
+    got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=120)
 
     differing = _differences(got, expected)  # lines_seen included
     where = f"killed at {applied} (partition: storm offset, committed)"
