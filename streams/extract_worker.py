@@ -29,10 +29,10 @@ from extractors.matchers import HyperscanMatcher
 from streams import metrics, wire
 from streams.gc_policy import relax_for_batches
 from streams.lag_probe import LagProbe
-from streams.normalize import normalize_record
-from streams.records import DeadLetter, JobEvent, LogLine
+from streams.prefilter import pick_batch
+from streams.records import DeadLetter, JobEvent
 from streams.settings import Settings
-from streams.topics import Topics, partition_for, record_time_ms
+from streams.topics import Topics, partition_for
 from streams.watermarks import InputWatermarks
 
 __all__ = ["ExtractorStats", "ExtractorWorker"]
@@ -205,32 +205,22 @@ class ExtractorWorker:
     def process(self, records: Sequence[ConsumerRecord]) -> _Outputs:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
         started = time.perf_counter()
-        lines: list[LogLine] = []
-        events: list[JobEvent] = []
         out = _Outputs()
-        lines_by_topic: dict[str, int] = {}
+        # LogLines only for the lines a rule may match; every line counted (streams/prefilter.py)
+        picked = pick_batch(records, self.topics.ingest, self.matcher)
+        out.dead += picked.dead
         wall_ms = _wall_ms()
-        for record in records:
-            normalized = normalize_record(
-                record.topic,
-                record.value,
-                _key(record.key),
-                record_time_ms(record.timestamp, record.headers),
-                f"{record.topic}:{record.partition}:{record.offset}",
-                self.topics.ingest,
-            )
-            lines += normalized.lines
-            lines_by_topic[record.topic] = lines_by_topic.get(record.topic, 0) + len(normalized.lines)
-            events += normalized.events
-            out.dead += normalized.dead
-            self.inputs.observe((record.topic, record.partition), _latest_ms(normalized), wall_ms)
-        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(lines))
-        self._route(collapse_batch(lines, symptoms), events, out)
-        self._count(records, lines, symptoms, out)
+        for partition, latest_ms in picked.latest.items():
+            self.inputs.observe(partition, latest_ms, wall_ms)
+        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(picked.lines))
+        batch = collapse_batch(picked.lines, symptoms)
+        batch.node_lines, batch.workload_lines = picked.node_lines, picked.workload_lines  # of every line
+        self._route(batch, picked.events, out)
+        self._count(records, picked.line_count, symptoms, out)
         out.mark = self._mark()
         metrics.count_extracted_batch(
             dict(Tally(r.topic for r in records)),
-            lines_by_topic,
+            picked.lines_by_topic,
             symptoms,
             (dead.reason for dead in out.dead),
             time.perf_counter() - started,
@@ -274,11 +264,9 @@ class ExtractorWorker:
                 )
             )
 
-    def _count(
-        self, records: Sequence[ConsumerRecord], lines: list[LogLine], symptoms: list, out: _Outputs
-    ) -> None:
+    def _count(self, records: Sequence[ConsumerRecord], lines: int, symptoms: list, out: _Outputs) -> None:
         self.stats.records += len(records)
-        self.stats.lines += len(lines)
+        self.stats.lines += lines
         self.stats.symptoms += len(symptoms)
         self.stats.dead_letters += len(out.dead)
         for dead in out.dead:
@@ -329,16 +317,6 @@ class _Rebalances(ConsumerRebalanceListener):
 
 def _wall_ms() -> int:
     return int(time.monotonic() * 1000)  # only ever compared with itself: idle input partitions
-
-
-def _latest_ms(normalized: Any) -> int | None:
-    """The latest event time a record carried, None for one that carried no line or job event."""
-    times = [line.time_ms for line in normalized.lines] + [event.time_ms for event in normalized.events]
-    return max(times) if times else None
-
-
-def _key(raw: bytes | None) -> str | None:
-    return raw.decode("utf-8", "replace") if raw is not None else None
 
 
 def _rewind(consumer: AIOKafkaConsumer, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> None:

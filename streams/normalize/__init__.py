@@ -17,11 +17,18 @@ from streams.normalize.canonical import is_canonical, normalize_canonical
 from streams.normalize.errors import RecordError
 from streams.normalize.hostlist import expand_hostlist
 from streams.normalize.k8s_events import is_k8s_event, normalize_k8s_event
-from streams.normalize.log_record import common_json_line, normalize_log_record
+from streams.normalize.log_record import common_json_fields, normalize_log_record
 from streams.normalize.slurm_jobcomp import is_jobcomp, normalize_jobcomp
 from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
 
-__all__ = ["Normalized", "RecordError", "expand_hostlist", "normalize_record"]
+__all__ = [
+    "Normalized",
+    "RecordError",
+    "common_fields",
+    "expand_hostlist",
+    "normalize_record",
+    "topic_source",
+]
 
 SCHEDULER_SOURCE = "scheduler"
 #: A ``logs.*`` topic missing from the topic map carries syslog lines.
@@ -70,22 +77,40 @@ def _normalize(
     topics: Mapping[str, str],
     reference_ms: int | None,
 ) -> Normalized:
-    source = topics.get(topic)
+    source = topic_source(topic, topics)
     if source is None:
-        if not topic.startswith("logs."):
-            raise RecordError(f"unknown topic {topic!r}")
-        source = FALLBACK_LOG_SOURCE
+        raise RecordError(f"unknown topic {topic!r}")
+    fields = common_fields(source, value, key, timestamp_ms, reference_ms)
+    if fields is not None:  # the one path streams/prefilter.py takes too
+        return Normalized([LogLine(fields[0], fields[1], fields[2], source, origin, None, None)], [], [])
     kafka_ms = _kafka_ms(timestamp_ms)
     year_ref_ms = kafka_ms if kafka_ms is not None else reference_ms
-    if type(value) is bytes and source != SCHEDULER_SOURCE:
-        line = common_json_line(value, source, _key(key), kafka_ms, origin, year_ref_ms)
-        if line is not None:
-            return Normalized([line], [], [])
     value = _decode(value)
     if source == SCHEDULER_SOURCE:
         events, lines = _scheduler(value, kafka_ms, origin)
         return Normalized(lines, events, [])
     return Normalized(normalize_log_record(value, source, _key(key), kafka_ms, origin, year_ref_ms), [], [])
+
+
+def topic_source(topic: str, topics: Mapping[str, str]) -> str | None:
+    """The source a topic's records come from; None for a topic that is neither mapped nor ``logs.*``."""
+    source = topics.get(topic)
+    if source is None and topic.startswith("logs."):
+        return FALLBACK_LOG_SOURCE
+    return source
+
+
+def common_fields(
+    source: str, value: object, key: str | None, timestamp_ms: int | None, reference_ms: int | None = None
+) -> tuple[str, str, int] | None:
+    """(text, host, time) of a record of the shippers' common shape on a log topic of ``source``:
+    ``normalize_record`` makes exactly ``LogLine(text, host, time, source, origin)`` of it. None
+    for any other record (``normalize_record`` then takes its general path)."""
+    if type(value) is not bytes or source == SCHEDULER_SOURCE:
+        return None
+    kafka_ms = _kafka_ms(timestamp_ms)
+    year_ref_ms = kafka_ms if kafka_ms is not None else reference_ms
+    return common_json_fields(value, source, _key(key), kafka_ms, year_ref_ms)
 
 
 def _scheduler(

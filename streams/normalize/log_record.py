@@ -23,7 +23,7 @@ from streams.normalize.syslog_line import parse_line_header
 from streams.normalize.times import time_value_ms
 from streams.records import LogLine
 
-__all__ = ["common_json_line", "normalize_log_record", "split_lines"]
+__all__ = ["common_json_fields", "common_json_line", "normalize_log_record", "split_lines"]
 
 NO_HOST = "log record without a host: no host/hostname/_HOSTNAME field, no record key"
 NO_HOST_IN_LINE = "log line without a host: no host in the line header, no record key"
@@ -73,6 +73,17 @@ def common_json_line(
     a host and a time, naming no workload. Same answer as ``_json_lines``; None means "not that
     shape, take the general path" (which also gives the errors). The hot path of the extractor.
     """
+    fields = common_json_fields(raw, source, key, kafka_ms, year_ref_ms)
+    if fields is None:
+        return None
+    return LogLine(fields[0], fields[1], fields[2], source, origin, None, None)
+
+
+def common_json_fields(
+    raw: bytes, source: str, key: str | None, kafka_ms: int | None, year_ref_ms: int | None = None
+) -> tuple[str, str, int] | None:
+    """``common_json_line``'s (text, host, time) without the LogLine: what the extractor's
+    prefilter needs of a line no rule can match (streams/prefilter.py)."""
     if raw[:1] != b"{":
         return None
     try:
@@ -97,13 +108,14 @@ def common_json_line(
     if stamp is not None and field_ms is None:
         return None
     own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else year_ref_ms)
-    if source in USER_WRITTEN_SOURCES and (record_host(record) or key):
+    field_host = record_host(record)  # once: both questions below need it for an applog line
+    if source in USER_WRITTEN_SOURCES and (field_host or key):
         own_ms, own_host = None, None  # as in _json_lines
-    host = own_host or record_host(record) or key
+    host = own_host or field_host or key
     time_ms = own_ms if own_ms is not None else field_ms if field_ms is not None else kafka_ms
     if host is None or time_ms is None:
         return None
-    return LogLine(text, host, time_ms, source, origin, None, None)
+    return text, host, time_ms
 
 
 def _string_lines(
