@@ -89,8 +89,7 @@ class AttributionEngine:
         return self.on_contribution(batch)
 
     def on_contribution(self, batch: BatchContribution) -> list[Verdict]:
-        for (node, slot_ms), (count, _) in batch.node_lines.items():
-            self.nodes.on_lines(node, slot_ms, count)
+        self.nodes.on_line_counts(batch.node_lines)
         for workload_id, count in batch.workload_lines.items():
             self.workloads.on_direct_lines(workload_id, count)
         self.stats.unplaced_symptoms += len(batch.unplaced)

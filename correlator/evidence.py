@@ -37,7 +37,14 @@ class EvidenceGroup:
         return cls(first=symptom, count=1, first_ms=symptom.time_ms, last_ms=symptom.time_ms)
 
     def add(self, symptom: Symptom) -> None:
-        self.merge(EvidenceGroup.start(symptom))
+        """``merge(EvidenceGroup.start(symptom))`` without building that group: a storm's echo
+        lines are added here one by one (tests/correlator/test_batch_fast_paths.py)."""
+        self.count += 1
+        time_ms = symptom.time_ms
+        if time_ms < self.first_ms or (time_ms == self.first_ms and symptom.line < self.first.line):
+            self.first, self.first_ms = symptom, time_ms
+        if time_ms > self.last_ms:
+            self.last_ms = time_ms
 
     def merge(self, other: EvidenceGroup) -> None:
         """Fold another group of the same key in.

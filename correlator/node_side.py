@@ -104,6 +104,23 @@ class NodeCorrelator:
         slot_expires = (time_ms // SLOT_MS + 1) * SLOT_MS + self.idle_ms
         state.quiet_until_ms = min(state.quiet_until_ms, slot_expires)
 
+    def on_line_counts(self, counts: dict[tuple[str, int], tuple[int, int]]) -> None:
+        """A batch's line counts, ``{(node, slot start ms): (count, latest ms)}``: ``on_lines``
+        for each, in one loop (one entry per node and minute of every batch: a storm job's
+        thousands of nodes make this the correlator's most frequent call)."""
+        states, counted, idle_ms = self.states, self.counted, self.idle_ms
+        for (node, time_ms), (count, _) in counts.items():
+            state = states.get(node)
+            if state is None:
+                state = self.state(node)
+            counted.add(node)
+            slot = time_ms // SLOT_MS
+            line_slots = state.window.line_slots
+            line_slots[slot] = line_slots.get(slot, 0) + count
+            slot_expires = (slot + 1) * SLOT_MS + idle_ms  # as in on_lines
+            if slot_expires < state.quiet_until_ms:
+                state.quiet_until_ms = slot_expires
+
     def on_symptom(self, symptom: Symptom) -> list[NodeEvidence]:
         return self.on_group(EvidenceGroup.start(symptom))
 
@@ -115,8 +132,7 @@ class NodeCorrelator:
         state.quiet_until_ms = min(state.quiet_until_ms, group.last_ms + self.idle_ms + 1)
         late = []
         for run in state.runs.values():
-            start, end = run.window(self.settings)
-            if run.reported_ms is not None and group.overlaps(start, end):
+            if run.reported_ms is not None and group.overlaps(*run.window(self.settings)):
                 late.append(self._evidence(node, state, run))
         return late
 

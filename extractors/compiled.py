@@ -46,14 +46,18 @@ class CompiledRule:
     exclude: tuple[re.Pattern[str], ...]
     sources: frozenset[str]
 
-    def confirm(self, text: str) -> dict[str, str] | None:
+    def confirm(self, text: str, patterns: int = -1) -> dict[str, str] | None:
         """Captures if this rule fires on ``text`` (any include, no exclude), else ``None``.
 
+        ``patterns``: a mask of the include patterns worth trying (bit i: pattern i), those the
+        Hyperscan scan reported on the line; the others cannot match. Default: all of them.
         Only the first :data:`CONFIRM_CHARS` characters are read: ``re`` is a backtracking
         engine, and a hostile multi-megabyte line must not cost seconds per rule."""
         if len(text) > CONFIRM_CHARS:
             text = text[:CONFIRM_CHARS]
-        for program in self.include:
+        for index, program in enumerate(self.include):
+            if not patterns >> index & 1:
+                continue
             found = program.search(text)
             if found is not None:
                 if any(x.search(text) for x in self.exclude):

@@ -40,11 +40,19 @@ class HyperscanMatcher:
         self.rules = compile_rules(ruleset)
         self._db: HyperscanDatabase = build_database(ruleset, self.rules, cache_dir)
         self._scratch = None
+        self._bit = _pattern_bits(self._db.owner)
 
     def candidates(self, texts: Sequence[str]) -> list[tuple[int, int]]:
         """Sorted, distinct (line index, rule index) pairs Hyperscan reports for ``texts``."""
+        return sorted(self._hits(texts))
+
+    def _hits(self, texts: Sequence[str]) -> dict[tuple[int, int], int]:
+        """(line index, rule index) → mask of the rule's include patterns Hyperscan reported there.
+        ``confirm`` runs only those: Hyperscan reports every pattern ``re`` would find on the line
+        (the same assumption the rule-level candidates make, checked against the ``re`` matcher by
+        tests/extractors/test_matchers_agree.py), so a rule's sixth pattern costs one search, not six."""
         if not texts:
-            return []
+            return {}
         # surrogatepass: a str may hold a lone surrogate ("\ud800") and the database scans bytes
         # without UTF-8 checks; surrogateescape raised on it and lost the whole batch
         encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
@@ -56,17 +64,22 @@ class HyperscanMatcher:
             append((pattern_id, end))
 
         self._db.database.scan(b"\n".join(encoded), match_event_handler=on_match)
-        owner = self._db.owner
-        return sorted({(bisect_left(ends, end), owner[pid]) for pid, end in hits})
+        owner, bit = self._db.owner, self._bit
+        found: dict[tuple[int, int], int] = {}
+        for pid, end in hits:
+            key = (bisect_left(ends, end), owner[pid])
+            found[key] = found.get(key, 0) | bit[pid]
+        return found
 
     def match_batch(self, lines: Sequence[LineLike]) -> list[tuple[int, Symptom]]:
         """(line index, symptom) for every rule that fires, in (line, rule) order."""
         found: list[tuple[int, Symptom]] = []
-        for line_index, rule_index in self.candidates([line.text for line in lines]):
+        hits = self._hits([line.text for line in lines])
+        for line_index, rule_index in sorted(hits):
             line, compiled = lines[line_index], self.rules[rule_index]
             if line.source not in compiled.sources:
                 continue
-            captures = compiled.confirm(line.text)
+            captures = compiled.confirm(line.text, hits[line_index, rule_index])
             if captures is not None:
                 found.append((line_index, compiled.symptom(line, captures)))
         return found
@@ -94,3 +107,14 @@ class ReferenceMatcher:
 
     def extract_batch(self, lines: Sequence[LineLike]) -> list[Symptom]:
         return [symptom for _, symptom in self.match_batch(lines)]
+
+
+def _pattern_bits(owner: list[int]) -> list[int]:
+    """Pattern id → its bit among its rule's include patterns: ids run rule by rule, each rule's
+    patterns in order (extractors/hyperscan_db.py), the order ``CompiledRule.include`` has."""
+    bits: list[int] = []
+    seen: dict[int, int] = {}
+    for rule in owner:
+        bits.append(1 << seen.get(rule, 0))
+        seen[rule] = seen.get(rule, 0) + 1
+    return bits
