@@ -28,9 +28,9 @@ from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher, ReferenceMatcher
 from streams.gc_policy import relax_for_batches
-from streams.normalize import normalize_record
+from streams.normalize import common_fields, normalize_record, topic_source
 from streams.recording import parse_recording_line
-from streams.records import DeadLetter, JobEvent, LogLine
+from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
 from streams.settings import DEFAULT_MATCHER_CACHE_DIR
 
 __all__ = ["BacktestResult", "backtest", "default_workers", "latest_revisions", "recording_time_ms"]
@@ -91,6 +91,16 @@ def _normalize(
         record = parse_recording_line(raw, first + offset)
         if isinstance(record, DeadLetter):
             dead.append(record)
+            continue
+        source = topic_source(record.topic, DEFAULT_TOPICS)
+        try:  # nearly every record is one shipper line: one pass, no Normalized (the same LogLine)
+            fields = None if source is None else common_fields(
+                source, record.value, record.key, record.timestamp_ms, reference_ms
+            )  # fmt: skip
+        except Exception:  # normalize_record below makes the same error a dead letter
+            fields = None
+        if fields is not None:
+            lines.append(LogLine(fields[0], fields[1], fields[2], source, record.origin, None, None))
             continue
         out = normalize_record(
             record.topic, record.value, record.key, record.timestamp_ms, record.origin,

@@ -17,7 +17,7 @@ from streams.normalize.canonical import is_canonical, normalize_canonical
 from streams.normalize.errors import RecordError
 from streams.normalize.hostlist import expand_hostlist
 from streams.normalize.k8s_events import is_k8s_event, normalize_k8s_event
-from streams.normalize.log_record import common_json_fields, normalize_log_record
+from streams.normalize.log_record import common_json_fields, common_record_fields, normalize_log_record
 from streams.normalize.slurm_jobcomp import is_jobcomp, normalize_jobcomp
 from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
 
@@ -80,7 +80,9 @@ def _normalize(
     source = topic_source(topic, topics)
     if source is None:
         raise RecordError(f"unknown topic {topic!r}")
-    fields = common_fields(source, value, key, timestamp_ms, reference_ms)
+    # bytes only: a decoded value keeps the general path, the reference the fast paths are tested
+    # against (tests/streams/test_normalize_record.py); the backtest calls common_fields itself
+    fields = common_fields(source, value, key, timestamp_ms, reference_ms) if type(value) is bytes else None
     if fields is not None:  # the one path streams/prefilter.py takes too
         return Normalized([LogLine(fields[0], fields[1], fields[2], source, origin, None, None)], [], [])
     kafka_ms = _kafka_ms(timestamp_ms)
@@ -105,12 +107,15 @@ def common_fields(
 ) -> tuple[str, str, int] | None:
     """(text, host, time) of a record of the shippers' common shape on a log topic of ``source``:
     ``normalize_record`` makes exactly ``LogLine(text, host, time, source, origin)`` of it. None
-    for any other record (``normalize_record`` then takes its general path)."""
-    if type(value) is not bytes or source == SCHEDULER_SOURCE:
+    for any other record (``normalize_record`` then takes its general path). ``value``: the
+    record's bytes, or the JSON object already decoded (a recording's value)."""
+    if source == SCHEDULER_SOURCE or (type(value) is not bytes and type(value) is not dict):
         return None
     kafka_ms = _kafka_ms(timestamp_ms)
     year_ref_ms = kafka_ms if kafka_ms is not None else reference_ms
-    return common_json_fields(value, source, _key(key), kafka_ms, year_ref_ms)
+    if type(value) is bytes:
+        return common_json_fields(value, source, _key(key), kafka_ms, year_ref_ms)
+    return common_record_fields(value, source, _key(key), kafka_ms, year_ref_ms)
 
 
 def _scheduler(
