@@ -13,6 +13,9 @@ Values (the streams/ adapters choose the keys, docs/architecture.md "State forma
 * ``workload_run``: one run's scheduler facts, revision and node list;
 * ``workload_node``: one node's report for one run and its symptoms naming the run;
 * ``clock``: a partition's clock and offset marker (its fields are the clock's own).
+* ``intent``: the offset marker a partition's flush is about to write (``at``), written first.
+
+Node states and line counts carry ``at`` too: the marker of the flush that wrote them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ __all__ = [
     "encode_node_record",
     "encode_node_state",
     "encode_workload_run",
+    "flush_stamp",
     "read",
     "write",
 ]
@@ -79,11 +83,20 @@ def read(kind: str, key: str, raw: bytes) -> Any:
 # -- node side -----------------------------------------------------------------------------------
 
 
-def encode_node_state(state: NodeState) -> bytes:
+def flush_stamp(raw: bytes) -> int:
+    """The input offset marker of the flush that wrote ``raw`` (``"at"``; -1 when not recorded)."""
+    data = orjson.loads(raw)
+    stamp = data.get("at", -1) if isinstance(data, dict) else -1
+    return stamp if type(stamp) is int else -1
+
+
+def encode_node_state(state: NodeState, at: int = -1) -> bytes:
     """Symptom groups and runs; the line counts are a record of their own (encode_line_counts):
-    they change with nearly every batch, the rest rarely."""
+    they change with nearly every batch, the rest rarely. ``at``: the offset marker of the flush
+    writing it (streams/partitions.py: a flush cut short by a crash)."""
     return write(
         {
+            "at": at,
             "node": state.window.node,
             "groups": [g.to_dict() for g in state.window.groups.values()],
             "runs": [
@@ -109,8 +122,8 @@ def decode_node_state(key: str, raw: bytes) -> NodeState:
     return NodeState(window, runs)
 
 
-def encode_line_counts(line_slots: dict[int, int]) -> bytes:
-    return write({"slots": [[slot, count] for slot, count in line_slots.items()]})
+def encode_line_counts(line_slots: dict[int, int], at: int = -1) -> bytes:
+    return write({"at": at, "slots": [[slot, count] for slot, count in line_slots.items()]})
 
 
 def decode_line_counts(key: str, raw: bytes) -> dict[int, int]:

@@ -16,7 +16,7 @@ import orjson
 
 from correlator.claims import ClaimCheck
 from correlator.decide import decide
-from correlator.evidence import EvidenceGroup
+from correlator.evidence import EvidenceGroup, group_key
 from correlator.node_side import MAX_RUN_MS, NodeEvidence
 from correlator.records import JobEvent
 from correlator.settings import CorrelatorSettings
@@ -79,6 +79,17 @@ class WorkloadState:
     def stored_nodes(self) -> set[str]:
         """Nodes with a record of their own (a report, direct symptoms, or both)."""
         return self.evidence.keys() | self.run.direct_keys_by_node.keys()
+
+
+def _poorer(report: NodeEvidence, held: NodeEvidence) -> bool:
+    """A node's report of a run only grows (a late group re-reports it with more), so one with fewer
+    lines and no group the held one lacks is a repeat from before: a placement sent again after a
+    crash, reaching a node whose evidence for the run had already expired. It must not replace
+    the report that had it (an Xid node would end up blamed for nothing)."""
+    if report.lines >= held.lines:
+        return False
+    held_keys = {group_key(g.first) for g in held.groups}
+    return all(group_key(g.first) in held_keys for g in report.groups)
 
 
 class WorkloadCorrelator:
@@ -152,6 +163,9 @@ class WorkloadCorrelator:
 
     def on_node_evidence(self, evidence: NodeEvidence, watermark_ms: int) -> list[Verdict]:
         state = self.state(evidence.workload_id, touch=False)
+        held = state.evidence.get(evidence.node)
+        if held is not None and _poorer(evidence, held):
+            return []
         late_for_a_verdict = state.run.finalized_at_ms is not None
         first_from_node = evidence.node not in state.evidence
         if evidence.node not in state.run.nodes and evidence.node not in state.stored_nodes():

@@ -346,7 +346,11 @@ class _StrTable:
             self.table.send_changelog(self.partition, key.encode(), value)
 
     def __delitem__(self, key: str) -> None:
-        del self.table[key.encode()]
+        if faust.current_event() is not None:
+            del self.table[key.encode()]
+        else:  # a tombstone, as faust itself writes one for a deleted key
+            self.table.data.pop(key.encode(), None)
+            self.table.send_changelog(self.partition, key.encode(), None, value_serializer="raw")
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key.encode() in self.table

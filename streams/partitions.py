@@ -52,6 +52,13 @@ class _Partition:
         self.partition = partition
         self.clock_key = f"__clock__:{clock_key}:{partition}"
         self.clock = PartitionClock.load(table, self.clock_key)
+        #: Written before a flush's state records, with the marker the flush ends with: if a crash
+        #: cut the flush short, records up to that marker may already be in some keys (see
+        #: NodePartition._already_in).
+        self.intent_key = f"__flushing__:{clock_key}:{partition}"
+        intent = table.get(self.intent_key)
+        self._torn_until = state_codec.read("intent", self.intent_key, intent)["at"] if intent else -1
+        self._stamp = self.clock.offset
         self._last_expire = 0
         self._clock_record = False
         self._wall_ms = 0
@@ -84,6 +91,8 @@ class _Partition:
         if not everything and self._wall_ms - self._flushed_ms < FLUSH_EVERY_MS:
             return
         self._flushed_ms = self._wall_ms
+        self._stamp = self.clock.offset
+        self.table[self.intent_key] = state_codec.write({"at": self._stamp})
         self._write_changes()
         self.clock.save(self.table, self.clock_key)
 
@@ -105,33 +114,54 @@ class NodePartition(_Partition):
     ) -> None:
         super().__init__(table, partition, "node")
         self.view: PartitionView[NodeState] = PartitionView(
-            table, partition, partitions, self._load_state, state_codec.encode_node_state
+            table, partition, partitions, self._load_state, self._encode_state
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
+        self._newer: dict[str, int] = {}  # keys a cut-short flush wrote, with that flush's marker
 
     def _load_state(self, node: str, raw: bytes) -> NodeState:
         state = state_codec.decode_node_state(node, raw)
+        self._note_stamp(node, raw)
         counts_key = line_counts_key(node)
         if counts := self.table.get(counts_key):
             state.window.line_slots = state_codec.decode_line_counts(counts_key, counts)
+            self._note_stamp(counts_key, counts)
         return state
+
+    def _encode_state(self, state: NodeState) -> bytes:
+        return state_codec.encode_node_state(state, self._stamp)
+
+    def _note_stamp(self, key: str, raw: bytes) -> None:
+        if self._torn_until > self.clock.offset and (at := state_codec.flush_stamp(raw)) > self.clock.offset:
+            self._newer[key] = at
+
+    def _already_in(self, key: str, node: str, offset: int) -> bool:
+        """True when the record at ``offset`` is already in ``key`` (a node's state, or its line
+        counts): a crash cut the last flush short after that key was written and before the
+        clock, so the recovered marker is older than the key. Applying the record again would
+        count it twice. Only records up to that flush's marker are checked."""
+        if offset > self._torn_until:
+            return False
+        if node not in self.view.cache:
+            self.view.get(node)  # loading the node notes its keys' flush stamps
+        return self._newer.get(key, -1) >= offset
 
     def handle(self, record: dict[str, Any], wall_ms: int, offset: int) -> list[NodeEvidence]:
         kind, out = record["t"], []
         if kind == "groups":
             for raw in record["items"]:
-                out += self._group(EvidenceGroup.from_dict(raw), wall_ms)
+                out += self._group(EvidenceGroup.from_dict(raw), wall_ms, offset)
         elif kind == "group":
-            out += self._group(EvidenceGroup.from_dict(record["g"]), wall_ms)
+            out += self._group(EvidenceGroup.from_dict(record["g"]), wall_ms, offset)
         elif kind == "lines":
             for node, slot_ms, count, max_ms in record["counts"]:
-                self.nodes.on_lines(node, slot_ms, count)
+                if not self._already_in(line_counts_key(node), node, offset):
+                    self.nodes.on_lines(node, slot_ms, count)
                 self.clock.observe(max_ms, wall_ms)
-        elif kind == "places":
-            for place in record["items"]:
-                self.nodes.on_run(place["node"], place["workload_id"], place["start_ms"], place["end_ms"])
-        elif kind == "place":
-            self.nodes.on_run(record["node"], record["workload_id"], record["start_ms"], record["end_ms"])
+        elif kind in ("places", "place"):
+            for place in record["items"] if kind == "places" else [record]:
+                if not self._already_in(place["node"], place["node"], offset):
+                    self.nodes.on_run(place["node"], place["workload_id"], place["start_ms"], place["end_ms"])
         elif kind == "wm":
             self.clock.on_watermark(record, wall_ms)
         watermark = self._advance(wall_ms, offset)
@@ -142,9 +172,10 @@ class NodePartition(_Partition):
             self.nodes.expire(expire_at)
         return out
 
-    def _group(self, group: EvidenceGroup, wall_ms: int) -> list[NodeEvidence]:
+    def _group(self, group: EvidenceGroup, wall_ms: int, offset: int) -> list[NodeEvidence]:
         self.clock.observe(group.last_ms, wall_ms)
-        return self.nodes.on_group(group)
+        node = group.node or ""
+        return [] if self._already_in(node, node, offset) else self.nodes.on_group(group)
 
     def _write_changes(self) -> None:
         """A node's symptoms and runs are one record and its line counts another: counts change
@@ -158,7 +189,8 @@ class NodePartition(_Partition):
         for node in counted:
             state = self.view.cache.get(node)
             if state is not None:
-                self.table[line_counts_key(node)] = state_codec.encode_line_counts(state.window.line_slots)
+                counts = state_codec.encode_line_counts(state.window.line_slots, self._stamp)
+                self.table[line_counts_key(node)] = counts
 
 
 class WorkloadPartition(_Partition):

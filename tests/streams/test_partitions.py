@@ -89,3 +89,22 @@ def test_the_lagged_watermark_is_where_the_clock_stood_that_long_ago():
 
     assert clock.lagged(T0 + 120_000, delay_ms=60_000) == T0 + 60 * 60_000
     assert clock.lagged(T0 + 30_000, delay_ms=60_000) == 0, "no history that old yet: expire nothing"
+
+
+def test_a_node_report_sent_again_with_its_evidence_expired_does_not_replace_the_full_one(bundled_ruleset):
+    """After a crash the workload side sends a run's placements again; a node whose evidence for the
+    run had expired meanwhile reports it empty. The Xid node must stay blamed."""
+    from correlator.node_side import NodeEvidence
+    from streams.partitions import WorkloadPartition
+
+    part = WorkloadPartition(bundled_ruleset, SETTINGS, {}, 0, 1)
+    end = {"t": "job", "e": {"kind": "job_end", "workload_id": "7", "time_ms": T0 + 90_000, "state": "FAILED",
+                             "start_ms": T0, "nodes": [NODE]}}  # fmt: skip
+    part.handle(end, T0 + 90_000, 0)
+    full = NodeEvidence("7", NODE, [EvidenceGroup.from_dict(_xid(T0 + 60_000))], 500, T0 + 90_000)
+    empty = NodeEvidence("7", NODE, [], 0, T0 + 90_000)
+    _, [verdict] = part.handle(wire.evidence(full), T0 + 125_000, 1)
+    _, again = part.handle(wire.evidence(empty), T0 + 126_000, 2)
+
+    assert verdict.responsible_nodes == [NODE] and again == []
+    assert part.workloads.states["7"].evidence[NODE].lines == 500

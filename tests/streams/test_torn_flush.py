@@ -4,11 +4,10 @@ marker — so a kill can leave the changelog holding part of one: some nodes alr
 state, the marker still at the old one. The replacement applies the records after that marker
 again, and the nodes whose records made it count them twice.
 
-Open: the flush is not atomic. Kept as a strict xfail so that the fix shows up as a pass."""
+The flush writes an intent (the marker it will end with) first and stamps every node state and
+line-count record with it; the replacement skips, per key, the records a stamp says it holds."""
 
 from __future__ import annotations
-
-import pytest
 
 from correlator.settings import CorrelatorSettings
 from streams.partitions import NodePartition
@@ -49,7 +48,6 @@ def line_counts(part: NodePartition) -> dict[str, int]:
     return {node: sum(part.nodes.state(node).window.line_slots.values()) for node in NODES}
 
 
-@pytest.mark.xfail(strict=True, reason="open: a partition's flush is not atomic (docs/reliability.md, Open)")
 def test_a_kill_in_the_middle_of_a_flush_counts_no_line_twice():
     settings = CorrelatorSettings(grace_s=2, tail_s=2)
     table = ChangelogTable()
