@@ -279,7 +279,7 @@ build_java_args() {
   if [[ "$kind" == server ]]; then
     # Small heap + SerialGC + C1 only: the machine has 2 cores, and a test
     # broker gains more from a fast, light JVM than from peak throughput.
-    JAVA_ARGS=(-Xms128m -Xmx512m -XX:+ExitOnOutOfMemoryError)
+    JAVA_ARGS=(-Xms128m -Xmx1g -XX:+ExitOnOutOfMemoryError)
   else
     JAVA_ARGS=(-Xmx256m)
   fi
