@@ -350,6 +350,28 @@ class Probe:
     async def written(self, topic: str) -> int:
         return sum((await self.ends.end_offsets(self._parts([topic]))).values())
 
+    async def records(self, topic: str) -> int:
+        """Records a read-committed reader sees on ``topic``: its end offsets also count the
+        commit marker the transactional extractor leaves after each batch it wrote there."""
+        parts = self._parts([topic])
+        ends = await self.ends.end_offsets(parts)
+        reader = AIOKafkaConsumer(
+            **self.settings.aiokafka_options(), isolation_level="read_committed", enable_auto_commit=False
+        )
+        await reader.start()
+        try:
+            reader.assign(parts)
+            await reader.seek_to_beginning(*parts)
+            count = 0
+            while [tp for tp in parts if await reader.position(tp) < ends[tp]]:
+                batches = await reader.getmany(timeout_ms=1_000)
+                if not batches:
+                    break
+                count += sum(len(records) for records in batches.values())
+            return count
+        finally:
+            await reader.stop()
+
     async def max_lag(self, group: str, topics: list[str]) -> int:
         parts = self._parts(topics)
         committed = await self.admin.list_consumer_group_offsets(group, partitions=parts)
@@ -368,7 +390,7 @@ class Probe:
         ns, topics = self.settings.namespace, self.topics
         row: dict[str, Any] = {"t_s": round(run.now(), 1), "sent": run.sent}
         row["verdicts_topic"] = await self.written(topics.verdicts)
-        row["dead_letters"] = await self.written(topics.deadletter)
+        row["dead_letters"] = await self.records(topics.deadletter)
         row["lag_extractor"] = await self.max_lag(f"{ns}faultstream-extractor", list(topics.ingest))
         internal = [topics.node_events, topics.workload_events]
         row["lag_correlator"] = await self.max_lag(f"{ns}faultstream-correlator", internal)

@@ -66,6 +66,10 @@ class _Outputs:
     dead: list[DeadLetter] = field(default_factory=list)
     #: The watermark record sent after the batch, made when it was read (streams/watermarks.py).
     mark: dict[str, Any] = field(default_factory=lambda: wire.watermark(0))
+    #: The same source's watermark as it stood before the batch, sent first: a correlator partition
+    #: then knows a watermarking extractor speaks before any of the batch's lines could move its
+    #: clock (without it, the first batch of a fresh pipeline moved the clock to its latest line).
+    opening: dict[str, Any] | None = None
 
 
 class ExtractorWorker:
@@ -206,6 +210,9 @@ class ExtractorWorker:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
         started = time.perf_counter()
         out = _Outputs()
+        out.opening = wire.watermark(
+            self.inputs.watermark_ms, self.inputs.source, int(self.settings.idle_partition_s * 1000)
+        )
         # LogLines only for the lines a rule may match; every line counted (streams/prefilter.py)
         picked = pick_batch(records, self.topics.ingest, self.matcher)
         out.dead += picked.dead
@@ -276,6 +283,10 @@ class ExtractorWorker:
         parts = self.topics.partitions
         futures = []
         for topic, keyed in ((self.topics.node_events, out.node), (self.topics.workload_events, out.workload)):
+            if out.opening is not None:
+                opening = wire.encode(out.opening)
+                for partition in range(parts):
+                    futures.append(await producer.send(topic, opening, key=b"__wm__", partition=partition))
             for key, record in keyed:
                 value = record if isinstance(record, bytes) else wire.encode(record)
                 futures.append(
