@@ -15,7 +15,9 @@ Values (the streams/ adapters choose the keys, docs/architecture.md "State forma
 * ``clock``: a partition's clock and offset marker (its fields are the clock's own).
 * ``intent``: the offset marker a partition's flush is about to write (``at``), written first.
 
-Node states and line counts carry ``at`` too: the marker of the flush that wrote them.
+Node states, line counts, run records and (workload, node) records carry ``at`` too: the marker
+of the flush that wrote them (streams/partitions.py: a recovered partition tells by it which
+records a flush cut short by a crash already holds).
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ __all__ = [
     "write",
 ]
 
-#: The version this release writes. 2: every value versioned, node runs as named fields.
-STATE_VERSION = 2
+#: The version this release writes. 2: every value versioned, node runs as named fields. 3: every
+#: state record stamped with its flush (``at``; version 2 stamped node states and line counts only).
+STATE_VERSION = 3
 VERSION_FIELD = "v"
 
 
@@ -133,13 +136,15 @@ def decode_line_counts(key: str, raw: bytes) -> dict[int, int]:
 # -- workload side -------------------------------------------------------------------------------
 
 
-def encode_workload_run(state: WorkloadState) -> bytes:
+def encode_workload_run(state: WorkloadState, at: int = -1) -> bytes:
     """The run's own record: no node's report or symptoms, only which nodes outside the run have a
-    record (normally none: a controller that logged a line naming the job)."""
+    record (normally none: a controller that logged a line naming the job). ``at``: as for a node's
+    state (encode_node_state)."""
     run = state.run
     end = {**run.end.to_dict(), "nodes": []} if run.end else None  # the node list is stored once
     return write(
         {
+            "at": at,
             "run": {
                 "workload_id": run.workload_id,
                 "nodes": sorted(run.nodes),
@@ -157,13 +162,16 @@ def encode_workload_run(state: WorkloadState) -> bytes:
     )
 
 
-def encode_node_record(state: WorkloadState, node: str) -> bytes | None:
-    """One node's report and its symptoms naming the run; None when it has neither."""
+def encode_node_record(state: WorkloadState, node: str, at: int = -1) -> bytes | None:
+    """One node's report and its symptoms naming the run; None when it has neither. ``at``: as
+    for a node's state (encode_node_state)."""
     report = state.evidence.get(node)
     direct = state.run.direct_on(node)
     if report is None and not direct:
         return None
-    return write({"evidence": report.to_dict() if report else None, "direct": [g.to_dict() for g in direct]})
+    return write(
+        {"at": at, "evidence": report.to_dict() if report else None, "direct": [g.to_dict() for g in direct]}
+    )
 
 
 def decode_workload_state(
@@ -221,14 +229,21 @@ def _workload_run_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {"end_seen_wall_ms": None, "other_nodes": [], **data, "run": run}
 
 
+def _unstamped(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 stamped node states and line counts with their flush, and only since the flush
+    wrote an intent; a record without a stamp holds nothing of a flush cut short."""
+    return {"at": -1, **data}
+
+
 def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
 _UPGRADES: dict[str, dict[int, Callable[[Any], Any]]] = {
-    "node": {1: _node_v1},
-    "line_counts": {1: _line_counts_v1},
-    "workload_run": {1: _workload_run_v1},
-    "workload_node": {1: _unchanged},
-    "clock": {1: _unchanged},
+    "node": {1: _node_v1, 2: _unstamped},
+    "line_counts": {1: _line_counts_v1, 2: _unstamped},
+    "workload_run": {1: _workload_run_v1, 2: _unstamped},
+    "workload_node": {1: _unchanged, 2: _unstamped},
+    "clock": {1: _unchanged, 2: _unchanged},
+    "intent": {1: _unchanged, 2: _unchanged},
 }

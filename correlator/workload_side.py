@@ -178,6 +178,27 @@ class WorkloadCorrelator:
             return []  # decided without some nodes (overdue): revise once they have all reported
         return self._redecide(state)
 
+    def restore_evidence(self, evidence: NodeEvidence) -> None:
+        """A node's report read again after a crash, whose run already has it decided (the run's
+        record holds the report's effects: revision, digest) but whose node record lacks it: the
+        live correlator's flush was cut short between the two (streams/partitions.py). The report
+        is kept as on_node_evidence keeps it; deciding again on a state still being restored would
+        send revisions the uninterrupted run never sent."""
+        state = self.state(evidence.workload_id, touch=False)
+        held = state.evidence.get(evidence.node)
+        if held is None or not _poorer(evidence, held):
+            state.add_evidence(evidence)
+            self.nodes_changed.add((evidence.workload_id, evidence.node))
+
+    def restore_direct(self, group: EvidenceGroup) -> None:
+        """A direct symptom read again after a crash: as restore_evidence (an ignored claim was
+        counted the first time)."""
+        state = self.state(group.first.workload_id or "", touch=False)
+        if state.run.nodes and not self.claims.may_name(group, state.run.nodes):
+            return
+        state.run.add_direct(group)
+        self.nodes_changed.add((state.run.workload_id, group.node or ""))
+
     def due(self, watermark_ms: int) -> list[Verdict]:
         """Decide runs no node will report on (they ran on no known node) once grace is over."""
         out = []

@@ -47,6 +47,8 @@ def node_record_key(workload_id: str, node: str) -> str:
 
 
 class _Partition:
+    view: PartitionView[Any]
+
     def __init__(self, table: MutableMapping[Any, Any], partition: int, clock_key: str) -> None:
         self.table = table
         self.partition = partition
@@ -54,10 +56,11 @@ class _Partition:
         self.clock = PartitionClock.load(table, self.clock_key)
         #: Written before a flush's state records, with the marker the flush ends with: if a crash
         #: cut the flush short, records up to that marker may already be in some keys (see
-        #: NodePartition._already_in).
+        #: _already_in).
         self.intent_key = f"__flushing__:{clock_key}:{partition}"
         intent = table.get(self.intent_key)
         self._torn_until = state_codec.read("intent", self.intent_key, intent)["at"] if intent else -1
+        self._newer: dict[str, int] = {}  # keys a cut-short flush wrote, with that flush's marker
         self._stamp = self.clock.offset
         self._last_expire = 0
         self._clock_record = False
@@ -71,6 +74,21 @@ class _Partition:
     def passed(self, offset: int) -> None:
         """A record that could not be applied (dead-lettered) is behind the marker all the same."""
         self.clock.offset = max(self.clock.offset, offset)
+
+    def _note_stamp(self, key: str, raw: bytes) -> None:
+        if self._torn_until > self.clock.offset and (at := state_codec.flush_stamp(raw)) > self.clock.offset:
+            self._newer[key] = at
+
+    def _already_in(self, key: str, owner: str, offset: int) -> bool:
+        """True when the record at ``offset`` is already in ``key`` (a record of the state of
+        ``owner``, a node or a workload): a crash cut the last flush short after that key was
+        written and before the clock, so the recovered marker is older than the key. Applying the
+        record again would count it twice. Only records up to that flush's marker are checked."""
+        if offset > self._torn_until:
+            return False
+        if owner not in self.view.cache:
+            self.view.get(owner)  # loading the state notes its keys' flush stamps
+        return self._newer.get(key, -1) >= offset
 
     def _advance(self, wall_ms: int, offset: int) -> int:
         self.clock.offset = max(self.clock.offset, offset)
@@ -117,7 +135,6 @@ class NodePartition(_Partition):
             table, partition, partitions, self._load_state, self._encode_state
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
-        self._newer: dict[str, int] = {}  # keys a cut-short flush wrote, with that flush's marker
 
     def _load_state(self, node: str, raw: bytes) -> NodeState:
         state = state_codec.decode_node_state(node, raw)
@@ -130,21 +147,6 @@ class NodePartition(_Partition):
 
     def _encode_state(self, state: NodeState) -> bytes:
         return state_codec.encode_node_state(state, self._stamp)
-
-    def _note_stamp(self, key: str, raw: bytes) -> None:
-        if self._torn_until > self.clock.offset and (at := state_codec.flush_stamp(raw)) > self.clock.offset:
-            self._newer[key] = at
-
-    def _already_in(self, key: str, node: str, offset: int) -> bool:
-        """True when the record at ``offset`` is already in ``key`` (a node's state, or its line
-        counts): a crash cut the last flush short after that key was written and before the
-        clock, so the recovered marker is older than the key. Applying the record again would
-        count it twice. Only records up to that flush's marker are checked."""
-        if offset > self._torn_until:
-            return False
-        if node not in self.view.cache:
-            self.view.get(node)  # loading the node notes its keys' flush stamps
-        return self._newer.get(key, -1) >= offset
 
     def handle(self, record: dict[str, Any], wall_ms: int, offset: int) -> list[NodeEvidence]:
         kind, out = record["t"], []
@@ -204,7 +206,7 @@ class WorkloadPartition(_Partition):
     ) -> None:
         super().__init__(table, partition, "workload")
         self.view: PartitionView[WorkloadState] = PartitionView(
-            table, partition, partitions, self._load_state, state_codec.encode_workload_run
+            table, partition, partitions, self._load_state, self._encode_run
         )
         self.workloads = WorkloadCorrelator(ruleset, settings, self.view)  # type: ignore[arg-type]
         #: A run still waiting for node reports this long (wall time) after its end record is
@@ -221,24 +223,19 @@ class WorkloadPartition(_Partition):
         verdicts: list[Verdict] = []
         if kind == "job":
             event = JobEvent.from_dict(record["e"])
-            placements = self.workloads.on_job_event(event, wall_ms)
+            if not self._restoring(event.workload_id, offset):
+                placements = self.workloads.on_job_event(event, wall_ms)
             self.clock.observe(event.time_ms, wall_ms)
-        elif kind == "groups":
-            for raw in record["items"]:
-                verdicts += self.workloads.on_direct_group(EvidenceGroup.from_dict(raw))
-        elif kind == "group":
-            verdicts += self.workloads.on_direct_group(EvidenceGroup.from_dict(record["g"]))
+        elif kind in ("groups", "group"):
+            for raw in record["items"] if kind == "groups" else [record["g"]]:
+                verdicts += self._direct(EvidenceGroup.from_dict(raw), offset)
         elif kind == "lines":
-            self.workloads.on_direct_lines(record["workload_id"], record["count"])
+            if not self._restoring(record["workload_id"], offset):
+                self.workloads.on_direct_lines(record["workload_id"], record["count"])
             self.clock.observe(record["max_ms"], wall_ms)
-        elif kind == "evidences":
-            for raw in record["items"]:
-                verdicts += self.workloads.on_node_evidence(
-                    NodeEvidence.from_dict(raw), self.clock.effective_ms
-                )
-        elif kind == "evidence":
-            report = NodeEvidence.from_dict(record["e"])
-            verdicts += self.workloads.on_node_evidence(report, self.clock.effective_ms)
+        elif kind in ("evidences", "evidence"):
+            for raw in record["items"] if kind == "evidences" else [record["e"]]:
+                verdicts += self._evidence(NodeEvidence.from_dict(raw), offset)
         elif kind == "wm":
             self.clock.on_watermark(record, wall_ms)
         watermark = self._advance(wall_ms, offset)
@@ -249,24 +246,62 @@ class WorkloadPartition(_Partition):
             self.workloads.expire(expire_at)
         return placements, verdicts
 
+    def _restoring(self, workload_id: str | None, offset: int) -> bool:
+        """True when the run's own record already holds the record at ``offset``: a crash cut the
+        last flush short after writing it (_write_changes), so whatever the record decided is
+        decided and sent, and only the run's node records may still lack what it brought."""
+        return workload_id is not None and self._already_in(workload_id, workload_id, offset)
+
+    def _direct(self, group: EvidenceGroup, offset: int) -> list[Verdict]:
+        workload_id, node = group.first.workload_id or "", group.node or ""
+        if not self._restoring(workload_id, offset):
+            return self.workloads.on_direct_group(group)
+        if not self._already_in(node_record_key(workload_id, node), workload_id, offset):
+            self.workloads.restore_direct(group)
+        return []
+
+    def _evidence(self, report: NodeEvidence, offset: int) -> list[Verdict]:
+        if not self._restoring(report.workload_id, offset):
+            return self.workloads.on_node_evidence(report, self.clock.effective_ms)
+        if not self._already_in(node_record_key(report.workload_id, report.node), report.workload_id, offset):
+            self.workloads.restore_evidence(report)
+        return []
+
     def _load_state(self, workload_id: str, raw: bytes) -> WorkloadState:
+        self._note_stamp(workload_id, raw)
+
         def read_node(node: str) -> tuple[str, bytes] | None:
             key = node_record_key(workload_id, node)
             stored = self.table.get(key)
+            if stored:
+                self._note_stamp(key, stored)
             return (key, stored) if stored else None
 
         return state_codec.decode_workload_state(workload_id, raw, read_node)
 
+    def _encode_run(self, state: WorkloadState) -> bytes:
+        return state_codec.encode_workload_run(state, self._stamp)
+
     def _write_changes(self) -> None:
         """The changed run records, then each changed (workload, node) record: a node's report
         and direct symptoms are a record of their own, so no record grows with the number of
-        nodes (docs/architecture.md, "Record sizes")."""
-        self.view.persist(self.workloads.take_touched())
-        for workload_id, node in sorted(self.workloads.take_node_changes()):
+        nodes (docs/architecture.md, "Record sizes").
+
+        The order is what lets a recovered partition finish a flush a crash cut short
+        (_restoring): deletions first, then the run record of every workload whose node records
+        changed, then those node records. A run record that made it holds what its workload's
+        records up to the flush decided; one that did not means none of that workload's node
+        records of the flush did either."""
+        changes = sorted(self.workloads.take_node_changes())
+        records: dict[str, bytes | None] = {}
+        for workload_id, node in changes:
             state = self.view.cache.get(workload_id)
-            record = state_codec.encode_node_record(state, node) if state is not None else None
-            key = node_record_key(workload_id, node)
+            record = state_codec.encode_node_record(state, node, self._stamp) if state is not None else None
+            records[node_record_key(workload_id, node)] = record
+        for key, record in records.items():
+            if record is None and key in self.table:
+                del self.table[key]
+        self.view.persist(self.workloads.take_touched() | {workload_id for workload_id, _ in changes})
+        for key, record in records.items():
             if record is not None:
                 self.table[key] = record
-            elif key in self.table:
-                del self.table[key]

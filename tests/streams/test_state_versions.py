@@ -1,6 +1,7 @@
-"""Table state survives an upgrade: what the release before versioned values wrote
-(tests/streams/fixtures/state-v1.json, the tables of tests/streams/state_story.py) is read by this
-one as the same state, and the run it left open is decided the same way."""
+"""Table state survives an upgrade: what the releases before wrote (tests/streams/fixtures/: the
+tables of tests/streams/state_story.py from the release before values were versioned, and from the
+last release of version 2, before run and node records were stamped with their flush) is read by
+this one as the same state, and the run it left open is decided the same way."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ import pytest
 from correlator import state_codec
 from tests.streams.state_story import Story, finish_story, tell_story
 
-FIXTURE = Path(__file__).parent / "fixtures" / "state-v1.json"
+FIXTURES = Path(__file__).parent / "fixtures"
+OLD_VERSIONS = [1, 2]
 
 
-def _release_v1_tables() -> tuple[dict, dict]:
-    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
+def _release_tables(version: int) -> tuple[dict, dict]:
+    fixture = json.loads((FIXTURES / f"state-v{version}.json").read_text(encoding="utf-8"))
     node_table = {key: value.encode() for key, value in fixture["node-state"].items()}
     workload_table = {key: value.encode() for key, value in fixture["workload-state"].items()}
     return node_table, workload_table
@@ -38,13 +40,15 @@ def _decoded(story: Story) -> tuple[dict, dict]:
     }
 
 
-def test_state_written_by_the_previous_release_reads_as_the_state_this_release_writes(bundled_ruleset):
-    old = _recovered(bundled_ruleset, *_release_v1_tables())
+@pytest.mark.parametrize("version", OLD_VERSIONS)
+def test_state_written_by_the_previous_release_reads_as_the_state_this_release_writes(bundled_ruleset, version):
+    old = _recovered(bundled_ruleset, *_release_tables(version))
     tables: tuple[dict, dict] = ({}, {})
     tell_story(bundled_ruleset, *tables)
     new = _recovered(bundled_ruleset, *tables)
 
-    assert all(b'"v":2' in value for table in tables for value in table.values())
+    current = f'"v":{state_codec.STATE_VERSION}'.encode()
+    assert all(current in value for table in tables for value in table.values())
     old_nodes, old_workloads = _decoded(old)
     assert (old_nodes, old_workloads) == _decoded(new)
     assert sorted(old_nodes) == ["gpu001", "gpu002", "gpu003"] and sorted(old_workloads) == ["4101", "4102"]
@@ -61,16 +65,19 @@ def test_state_written_by_the_previous_release_reads_as_the_state_this_release_w
         assert (old_clock.offset, old_clock.effective_ms) == (new_clock.offset, new_clock.effective_ms)
 
 
-def test_the_run_left_open_by_the_previous_release_is_decided_as_this_release_decides_it(bundled_ruleset):
+@pytest.mark.parametrize("version", OLD_VERSIONS)
+def test_the_run_left_open_by_the_previous_release_is_decided_as_this_release_decides_it(
+    bundled_ruleset, version
+):
     this_release = tell_story(bundled_ruleset, {}, {})
     [expected] = [v for v in finish_story(this_release) if v.workload_id == "4102"]
 
-    [verdict] = finish_story(_recovered(bundled_ruleset, *_release_v1_tables()))
+    [verdict] = finish_story(_recovered(bundled_ruleset, *_release_tables(version)))
 
     assert verdict.workload_id == "4102" and verdict.root_symptom.symptom == "gpu_out_of_memory"
     assert verdict.model_dump() == expected.model_dump()
 
 
 def test_a_value_from_a_newer_release_is_refused_with_its_key_and_version():
-    with pytest.raises(state_codec.UnknownStateVersion, match=r"'gpu001' holds state version 3"):
-        state_codec.decode_node_state("gpu001", b'{"v":3,"node":"gpu001","groups":[],"runs":[]}')
+    with pytest.raises(state_codec.UnknownStateVersion, match=r"'gpu001' holds state version 4"):
+        state_codec.decode_node_state("gpu001", b'{"v":4,"node":"gpu001","groups":[],"runs":[]}')
