@@ -129,6 +129,7 @@ class _Stage:
                 partition,
                 self.settings.partitions,
             )
+            _note_torn_flush("node", self.node_parts[partition])
         return self.node_parts[partition]
 
     def workload_part(self, partition: int) -> WorkloadPartition:
@@ -143,6 +144,7 @@ class _Stage:
             # lines naming a job they may not name (correlator/claims.py): a metric (issue 11)
             claims = self.workload_parts[partition].workloads.claims
             claims.on_ignored = lambda lines: metrics.count_ignored_claims("correlator", lines)
+            _note_torn_flush("workload", self.workload_parts[partition])
         return self.workload_parts[partition]
 
     async def on_node_event(self, message: Any) -> None:
@@ -299,6 +301,20 @@ class _Stage:
                 verdict.revision,
                 verdict.verdict.attribution_outcome,
             )
+
+
+def _note_torn_flush(side: str, part: NodePartition | WorkloadPartition) -> None:
+    """Say so when the partition's last flush was cut short (a crash): the records up to the
+    flush's marker are read again and skipped where they are already in (streams/partitions.py)."""
+    if (torn := part.torn_flush) is not None:
+        marker, flush = torn
+        log.warning(
+            "%s partition %d: its last flush was cut short (marker %d, the flush's %d)",
+            side,
+            part.partition,
+            marker,
+            flush,
+        )
 
 
 async def _flush_until_done(sink: Sink) -> None:

@@ -67,6 +67,12 @@ class _Partition:
         self._wall_ms = 0
         self._flushed_ms = 0
 
+    @property
+    def torn_flush(self) -> tuple[int, int] | None:
+        """(offset marker, the marker of the flush a crash cut short) while records up to the
+        latter may be in some keys already; None otherwise."""
+        return (self.clock.offset, self._torn_until) if self._torn_until > self.clock.offset else None
+
     def fresh(self, offset: int) -> bool:
         """False for a record this partition already applied (a replay after a restart)."""
         return offset > self.clock.offset

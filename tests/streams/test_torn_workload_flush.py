@@ -107,8 +107,10 @@ def test_a_kill_anywhere_in_a_workload_flush_counts_nothing_twice_and_revises_no
 
     for cut in _cut_points(table):  # killed while a flush was on its way: the changelog ends inside it
         replacement = WorkloadPartition(bundled_ruleset, SETTINGS, recovered_from(table.changelog[:cut]), 0, 1)
+        assert replacement.torn_flush is not None, f"changelog cut after {cut} records"
         resent: dict[int, dict] = dict(sent)  # what it sends again must be what was sent
         _run(replacement, records, resent)
+        assert replacement.torn_flush is None, "read past the flush that was cut short"
 
         assert _held(replacement) == _held(uninterrupted), f"changelog cut after {cut} records"
         assert resent == sent, f"changelog cut after {cut} records"
