@@ -72,7 +72,7 @@ class AttributionEngine:
     ) -> list[Verdict]:
         for event in events:
             self.on_job_event(event)
-        verdicts = self.on_contribution(batch)
+        verdicts = self.on_contribution(batch, latest_ms)
         times = [t for t in (latest_ms, *(event.time_ms for event in events)) if t is not None]
         if times:
             verdicts += self.advance(max(times))
@@ -85,13 +85,15 @@ class AttributionEngine:
 
     def on_lines(self, lines: Sequence[LogLine]) -> list[Verdict]:
         """Extract a batch, collapse it as the live extractor does, and route what it holds."""
-        batch, _ = self.extract(lines)
-        return self.on_contribution(batch)
+        batch, latest_ms = self.extract(lines)
+        return self.on_contribution(batch, latest_ms)
 
-    def on_contribution(self, batch: BatchContribution) -> list[Verdict]:
+    def on_contribution(self, batch: BatchContribution, latest_ms: int | None = None) -> list[Verdict]:
+        """Route a batch; ``latest_ms`` (its latest line) dates its lines that name a workload, as
+        the live extractor's ``lines`` record does with its ``max_ms``."""
         self.nodes.on_line_counts(batch.node_lines)
         for workload_id, count in batch.workload_lines.items():
-            self.workloads.on_direct_lines(workload_id, count)
+            self.workloads.on_direct_lines(workload_id, count, latest_ms)
         self.stats.unplaced_symptoms += len(batch.unplaced)
         verdicts: list[Verdict] = []
         for group in batch.direct_groups:

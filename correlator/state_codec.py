@@ -152,6 +152,7 @@ def encode_workload_run(state: WorkloadState, at: int = -1) -> bytes:
                 "end": end,
                 "info": run.info,
                 "direct_lines": run.direct_lines,
+                "first_seen_ms": run.first_seen_ms,
                 "revision": run.revision,
                 "last_verdict_digest": run.last_verdict_digest,
                 "finalized_at_ms": run.finalized_at_ms,
@@ -188,6 +189,7 @@ def decode_workload_state(
         end=JobEvent.from_dict(end) if end else None,
         info=fields["info"],
         direct_lines=fields["direct_lines"],
+        first_seen_ms=fields.get("first_seen_ms"),  # absent before it was stored: see load_direct
         revision=fields["revision"],
         last_verdict_digest=fields["last_verdict_digest"],
         finalized_at_ms=fields["finalized_at_ms"],

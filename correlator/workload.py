@@ -28,6 +28,9 @@ class WorkloadRun:
     info: dict[str, Any] = field(default_factory=dict)
     direct: dict[GroupKey, EvidenceGroup] = field(default_factory=dict)
     direct_lines: int = 0
+    #: Event time of the earliest line naming the run: how old a run is that the scheduler has
+    #: not announced (known only from its end record, or not yet at all).
+    first_seen_ms: int | None = None
     revision: int = 0
     last_verdict_digest: str | None = None
     finalized_at_ms: int | None = None
@@ -51,7 +54,17 @@ class WorkloadRun:
             if value:
                 self.info[name] = value
 
+    @property
+    def known_since_ms(self) -> int | None:
+        """When the run is known to have been running: its start, else its first line."""
+        return self.start_ms if self.start_ms is not None else self.first_seen_ms
+
+    def seen_at(self, time_ms: int | None) -> None:
+        if time_ms is not None and (self.first_seen_ms is None or time_ms < self.first_seen_ms):
+            self.first_seen_ms = time_ms
+
     def add_direct(self, incoming: EvidenceGroup) -> None:
+        self.seen_at(incoming.first_ms)
         key = direct_key(incoming.first)
         group = self.direct.get(key)
         if group is None:
@@ -71,6 +84,7 @@ class WorkloadRun:
     def load_direct(self, groups: Iterable[EvidenceGroup]) -> None:
         """Direct groups read back from storage (each key once)."""
         for group in groups:
+            self.seen_at(group.first_ms)  # a record written before first_seen_ms was stored
             self._keep_direct(direct_key(group.first), group)
 
 

@@ -158,8 +158,11 @@ class WorkloadCorrelator:
         self.nodes_changed.add((state.run.workload_id, node))
         return self._redecide(state) if state.run.finalized_at_ms is not None else []
 
-    def on_direct_lines(self, workload_id: str, count: int) -> None:
-        self.state(workload_id).run.direct_lines += count
+    def on_direct_lines(self, workload_id: str, count: int, time_ms: int | None = None) -> None:
+        """``count`` lines naming the workload, the latest at ``time_ms`` (their batch's latest)."""
+        run = self.state(workload_id).run
+        run.direct_lines += count
+        run.seen_at(time_ms)
 
     def on_node_evidence(self, evidence: NodeEvidence, watermark_ms: int) -> list[Verdict]:
         state = self.state(evidence.workload_id, touch=False)
@@ -269,8 +272,11 @@ class WorkloadCorrelator:
         for workload_id in list(self.states):
             run = self.states[workload_id].run
             done = run.finalized_at_ms is not None and run.finalized_at_ms + horizon < watermark_ms
-            stale = run.end is None and run.start_ms is None and not run.direct
-            abandoned = run.end is None and (run.start_ms or 0) + MAX_RUN_MS < watermark_ms
+            # A run the scheduler has not announced is held from its first line as a started one
+            # is from its start: a job known only from its end record (Slurm jobcomp) whose lines
+            # carry its id must keep them until that end comes, however late in the stream.
+            stale = run.end is None and run.known_since_ms is None
+            abandoned = run.end is None and (run.known_since_ms or 0) + MAX_RUN_MS < watermark_ms
             if done or stale or abandoned:
                 self._drop(self.states[workload_id])
                 del self.states[workload_id]

@@ -237,7 +237,7 @@ class WorkloadPartition(_Partition):
                 verdicts += self._direct(EvidenceGroup.from_dict(raw), offset)
         elif kind == "lines":
             if not self._restoring(record["workload_id"], offset):
-                self.workloads.on_direct_lines(record["workload_id"], record["count"])
+                self.workloads.on_direct_lines(record["workload_id"], record["count"], record["max_ms"])
             self.clock.observe(record["max_ms"], wall_ms)
         elif kind in ("evidences", "evidence"):
             for raw in record["items"] if kind == "evidences" else [record["e"]]:
