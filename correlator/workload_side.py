@@ -24,7 +24,12 @@ from correlator.verdict import Verdict
 from correlator.workload import WorkloadRun
 from extractors.loader import Ruleset
 
-__all__ = ["RunPlacement", "WorkloadCorrelator", "WorkloadState"]
+__all__ = ["MAX_UNANNOUNCED_RUNS", "RunPlacement", "WorkloadCorrelator", "WorkloadState"]
+
+#: Runs known only from lines that name them (no start or end record yet) held per partition.
+#: A real cluster has as many as it has jobs running without a start record (Slurm jobcomp only):
+#: thousands, not a hundred thousand.
+MAX_UNANNOUNCED_RUNS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,8 @@ class WorkloadCorrelator:
         self.touched: set[str] = set()  # workloads whose run record changed
         #: (workload, node) records changed or dropped: the storage writes what each now holds
         self.nodes_changed: set[tuple[str, str]] = set()
+        #: unannounced runs dropped because MAX_UNANNOUNCED_RUNS were held (a flood of job ids)
+        self.unannounced_dropped = 0
 
     def state(self, workload_id: str, touch: bool = True) -> WorkloadState:
         state = self.states.get(workload_id)
@@ -269,6 +276,7 @@ class WorkloadCorrelator:
 
     def expire(self, watermark_ms: int) -> None:
         horizon = int(self.settings.revision_horizon_s * 1000)
+        unannounced: list[tuple[int, str]] = []
         for workload_id in list(self.states):
             run = self.states[workload_id].run
             done = run.finalized_at_ms is not None and run.finalized_at_ms + horizon < watermark_ms
@@ -280,6 +288,21 @@ class WorkloadCorrelator:
             if done or stale or abandoned:
                 self._drop(self.states[workload_id])
                 del self.states[workload_id]
+            elif run.start_ms is None and run.end is None:
+                unannounced.append((run.first_seen_ms or 0, workload_id))
+        self._cap_unannounced(unannounced)
+
+    def _cap_unannounced(self, unannounced: list[tuple[int, str]]) -> None:
+        """Hold at most MAX_UNANNOUNCED_RUNS runs the scheduler never announced, oldest dropped
+        first: any line whose shipper names a job creates one, held for weeks, so without a cap a
+        flood of job ids nobody schedules would grow the state without bound."""
+        excess = len(unannounced) - MAX_UNANNOUNCED_RUNS
+        if excess <= 0:
+            return
+        for _, workload_id in sorted(unannounced)[:excess]:
+            self._drop(self.states[workload_id])
+            del self.states[workload_id]
+        self.unannounced_dropped += excess
 
     def take_touched(self) -> set[str]:
         touched, self.touched = self.touched, set()

@@ -86,3 +86,17 @@ def test_a_stored_unannounced_run_keeps_the_time_of_its_first_line(engine):
     raw = state_codec.encode_workload_run(state)
     back = state_codec.decode_workload_state(JOB, raw, lambda node: None)
     assert back.run.first_seen_ms == at(10) and back.run.direct_lines == 1
+
+
+def test_a_flood_of_job_ids_nobody_scheduled_keeps_only_the_newest_unannounced_runs(engine, monkeypatch):
+    from correlator import workload_side
+
+    monkeypatch.setattr(workload_side, "MAX_UNANNOUNCED_RUNS", 3)
+    engine.feed([], [end("announced", 1, "FAILED", nodes=NODES[:1], start_s=0)])
+    flood = [line("iteration 1", "gpu001", s, workload=f"ghost-{s}") for s in range(10, 16)]
+    engine.feed(flood, [])
+    engine.advance(at(20))
+    held = {w for w in engine.workloads.states if w.startswith("ghost-")}
+    assert held == {"ghost-13", "ghost-14", "ghost-15"}  # the oldest first lines went first
+    assert engine.workloads.unannounced_dropped == 3
+    assert "announced" in engine.workloads.states  # a run the scheduler announced is never capped
