@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka.errors import IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from correlator.batching import BatchContribution, collapse_batch
@@ -44,6 +45,13 @@ log = logging.getLogger("faultstream.extractor")
 TRANSACTION_TIMEOUT_MS = 30_000
 #: How long a rebalance waits for the offsets of the batch just committed to become visible.
 SETTLE_TIMEOUT_S = 10.0
+#: The ingest topics are read as written (their producers are not transactional): a partition's end
+#: is then its high watermark; read_committed would make it the last stable offset.
+ISOLATION_LEVEL = "read_uncommitted"
+#: A partition's end learned from a fetch response at most this old still stands (the fetcher
+#: long-polls every assigned partition about every fetch_max_wait_ms, 500 ms); an older one may
+#: miss records written since, so the end is asked of the broker instead (ListOffsets).
+FRESH_END_MS = 1_000
 
 
 @dataclass
@@ -70,6 +78,8 @@ class _Outputs:
     #: then knows a watermarking extractor speaks before any of the batch's lines could move its
     #: clock (without it, the first batch of a fresh pipeline moved the clock to its latest line).
     opening: dict[str, Any] | None = None
+    #: Per input partition, the latest event time the batch carried (None: none): in once delivered.
+    latest: dict[tuple[str, int], int | None] = field(default_factory=dict)
 
 
 class ExtractorWorker:
@@ -100,6 +110,7 @@ class ExtractorWorker:
             group_id=self.group_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
+            isolation_level=ISOLATION_LEVEL,
             max_partition_fetch_bytes=8 << 20,
             fetch_max_bytes=64 << 20,
             **options,
@@ -144,6 +155,7 @@ class ExtractorWorker:
                     timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
                 )
                 records = [r for batch in fetched.values() for r in batch]
+                await self._read_up_to_ends(consumer)  # before the watermark may move
                 if not records:
                     await self._announce_idle_inputs(producer)
                     continue
@@ -179,6 +191,26 @@ class ExtractorWorker:
             if offsets:  # none when only a watermark is announced
                 await producer.send_offsets_to_transaction(offsets, self.group_id)
         self._delivered = offsets
+        self.inputs.deliver(outputs.latest)
+
+    async def _read_up_to_ends(self, consumer: AIOKafkaConsumer) -> None:
+        """Tell the watermark how far the consumer has read each partition silent for the idle time:
+        only one read to its end may count as idle (a fetch that lags is silent too)."""
+        silent = [TopicPartition(*tp) for tp in self.inputs.silent(_wall_ms())]
+        assigned = consumer.assignment()
+        ends = {tp: _known_end(consumer, tp) for tp in silent if tp in assigned}
+        unknown = [tp for tp, end in ends.items() if end is None]
+        if unknown:
+            try:
+                ends.update(await consumer.end_offsets(unknown))
+            except KafkaError as error:  # not known: those partitions go on holding the watermark
+                log.warning("end offsets of %d silent partitions not known: %r", len(unknown), error)
+        for tp, end in ends.items():
+            try:
+                position = await consumer.position(tp)
+            except IllegalStateError:  # a rebalance took it away meanwhile
+                continue
+            self.inputs.read_up_to((tp.topic, tp.partition), position, end)
 
     async def _announce_idle_inputs(self, producer: AIOKafkaProducer) -> None:
         """No record came: an input partition that has gone idle may have freed the watermark.
@@ -219,7 +251,9 @@ class ExtractorWorker:
         wall_ms = _wall_ms()
         for partition, latest_ms in picked.latest.items():
             self.inputs.observe(partition, latest_ms, wall_ms)
-        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(picked.lines))
+        out.latest = dict(picked.latest)
+        found = self.matcher.match_hits(picked.lines, picked.hits)  # the pick's scan, not a second one
+        symptoms = self.claims.keep_own_nodes([symptom for _, symptom in found])
         batch = collapse_batch(picked.lines, symptoms)
         batch.node_lines, batch.workload_lines = picked.node_lines, picked.workload_lines  # of every line
         self._route(batch, picked.events, out)
@@ -328,6 +362,16 @@ class _Rebalances(ConsumerRebalanceListener):
 
 def _wall_ms() -> int:
     return int(time.monotonic() * 1000)  # only ever compared with itself: idle input partitions
+
+
+def _known_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The partition's end as the last fetch response gave it, if that is fresh (None: ask the
+    broker). It is only known once the partition has been fetched."""
+    polled_ms = consumer.last_poll_timestamp(tp)
+    if polled_ms is None or time.time() * 1000 - polled_ms > FRESH_END_MS:  # the fetcher's clock
+        return None
+    end = consumer.last_stable_offset(tp) if ISOLATION_LEVEL == "read_committed" else consumer.highwater(tp)
+    return end if end is not None and end >= 0 else None
 
 
 def _rewind(consumer: AIOKafkaConsumer, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime
 
-from aiokafka.structs import ConsumerRecord
+from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from streams.extract_worker import ExtractorWorker
 from streams.settings import Settings
@@ -34,6 +36,8 @@ def test_a_partition_that_said_nothing_yet_holds_the_watermark_until_it_is_idle(
     assert marks.advance(1_000) == 0  # the scheduler's partition may still bring day 1
     marks.observe(SYSLOG0, DAY2 + 5, 9_999)
     assert marks.advance(9_999) == 0
+    assert marks.silent(IDLE_MS) == [SCHEDULER0]
+    marks.read_up_to(SCHEDULER0, 40, 40)  # the consumer stands at its end: nothing to read
     assert marks.advance(IDLE_MS) == DAY2 + 5  # silent since it was assigned: it drops out
 
 
@@ -43,7 +47,8 @@ def test_an_idle_partition_drops_out_and_one_that_speaks_again_never_moves_the_w
     marks.observe(SYSLOG1, DAY2, 0)
     marks.observe(SYSLOG1, DAY3, 8_000)
     assert marks.advance(8_000) == DAY1
-    assert marks.advance(IDLE_MS) == DAY3  # syslog 0 has been quiet for the idle time
+    marks.read_up_to(SYSLOG0, 7, 7)
+    assert marks.advance(IDLE_MS) == DAY3  # syslog 0 has been quiet for the idle time, read to its end
     marks.observe(SYSLOG0, DAY1 + 1, IDLE_MS + 1)  # a late line: syslog 0 is live again
     assert marks.advance(IDLE_MS + 1) == DAY3
 
@@ -53,7 +58,44 @@ def test_when_every_partition_is_idle_the_latest_time_read_stands_for_all():
     marks.observe(SCHEDULER0, DAY1, 0)  # its last job ended on day 1
     marks.observe(SYSLOG0, DAY3, 0)  # the lines went on to day 3, then the replay was over
     assert marks.advance(1) == DAY1
+    marks.read_up_to(SCHEDULER0, 3, 3)
+    marks.read_up_to(SYSLOG0, 900, 900)
     assert marks.advance(IDLE_MS) == DAY3
+
+
+def test_a_silent_partition_with_records_still_unread_holds_the_watermark():
+    marks = _reading(SYSLOG0, SYSLOG1)
+    marks.observe(SYSLOG0, DAY1, 0)
+    marks.observe(SYSLOG1, DAY3, 0)
+    marks.observe(SYSLOG1, DAY3 + 1, IDLE_MS * 3)  # syslog 1 flows on; syslog 0's fetches lag
+    marks.read_up_to(SYSLOG0, 120, 4_120)  # silent three idle times, with 4,000 records unread
+    assert marks.advance(IDLE_MS * 3) == DAY1
+    marks.read_up_to(SYSLOG0, 120, None)  # its end not known: it may still hold lines
+    assert marks.advance(IDLE_MS * 3) == DAY1
+
+
+def test_a_partition_read_to_its_end_drops_out_only_after_the_idle_time():
+    marks = _reading(SYSLOG0, SYSLOG1)
+    marks.observe(SYSLOG0, DAY1, 0)
+    marks.observe(SYSLOG1, DAY2, IDLE_MS - 1)
+    marks.read_up_to(SYSLOG0, 50, 50)
+    assert marks.advance(IDLE_MS - 1) == DAY1  # at its end, but it may speak yet
+    assert marks.advance(IDLE_MS) == DAY2
+
+
+def test_an_idle_partition_that_speaks_again_rejoins_and_must_be_read_to_its_end_again():
+    marks = _reading(SYSLOG0, SYSLOG1)
+    marks.observe(SYSLOG0, DAY1, 0)
+    marks.observe(SYSLOG1, DAY2, 0)
+    marks.read_up_to(SYSLOG0, 50, 50)
+    marks.observe(SYSLOG1, DAY2 + 10, IDLE_MS)
+    assert marks.advance(IDLE_MS) == DAY2 + 10
+    marks.observe(SYSLOG0, DAY3, IDLE_MS + 1)  # it speaks again (its word "at the end" is void)
+    marks.observe(SYSLOG1, DAY3 + 20, IDLE_MS * 2 + 1)
+    assert marks.advance(IDLE_MS * 2 + 1) == DAY3  # the slowest again
+    assert marks.advance(IDLE_MS * 3) == DAY3  # silent long enough, but not known to be at its end
+    marks.read_up_to(SYSLOG0, 51, 51)
+    assert marks.advance(IDLE_MS * 3) == DAY3 + 20
 
 
 def test_a_rebalance_starts_a_new_generation_held_by_the_partitions_it_brought():
@@ -65,6 +107,18 @@ def test_a_rebalance_starts_a_new_generation_held_by_the_partitions_it_brought()
     marks.observe(SYSLOG0, DAY2 + 1, 1_100)
     marks.observe(SYSLOG1, DAY1, 1_100)
     assert marks.advance(1_100) == DAY1
+
+
+def test_a_partition_kept_through_a_rebalance_keeps_the_event_time_its_delivered_batches_reached():
+    marks = _reading(SYSLOG0, SYSLOG1, SCHEDULER0)
+    for partition, event_ms in ((SYSLOG0, DAY2), (SYSLOG1, DAY3), (SCHEDULER0, DAY1)):
+        marks.observe(partition, event_ms, 0)
+    marks.deliver({SYSLOG0: DAY2, SYSLOG1: DAY3 - 5, SCHEDULER0: None})  # DAY3 itself not yet in
+    marks.assign([SYSLOG1, SCHEDULER0], 1_000)  # every record had been read: nothing more comes
+    assert marks.advance(1_000) == 0  # a new generation, held until its partitions are idle
+    marks.read_up_to(SYSLOG1, 30, 30)
+    marks.read_up_to(SCHEDULER0, 4, 4)
+    assert marks.advance(1_000 + IDLE_MS) == DAY3 - 5  # what was delivered, not what was read
 
 
 def test_records_of_a_partition_taken_away_are_not_counted():
@@ -88,3 +142,52 @@ def _syslog_record(partition: tuple[str, int], time_ms: int) -> ConsumerRecord:
     stamp = datetime.fromtimestamp(time_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     line = f"<6>1 {stamp} gpu001 kernel - - - eth0: link up".encode()
     return ConsumerRecord(*partition, 0, time_ms, 0, b"gpu001", line, None, 0, 0, [])
+
+
+class _Consumer:
+    """What the worker asks aiokafka about its partitions: the last fetch's end and when it came,
+    the broker's end (ListOffsets), and its own position."""
+
+    def __init__(self, positions: dict, fetched: dict, on_broker: dict) -> None:
+        self.positions, self.fetched, self.on_broker = positions, fetched, on_broker
+        self.asked: list = []
+
+    def assignment(self) -> set:
+        return set(self.positions)
+
+    def last_poll_timestamp(self, tp: TopicPartition) -> int | None:
+        return self.fetched[tp][1] if tp in self.fetched else None
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self.fetched[tp][0] if tp in self.fetched else None
+
+    async def end_offsets(self, partitions: list) -> dict:
+        self.asked += partitions
+        return {tp: self.on_broker[tp] for tp in partitions}
+
+    async def position(self, tp: TopicPartition) -> int:
+        return self.positions[tp]
+
+
+def test_the_worker_trusts_a_fresh_fetch_for_a_partitions_end_and_asks_the_broker_when_it_is_stale(
+    bundled_ruleset,
+):
+    worker = ExtractorWorker(Settings(), bundled_ruleset)
+    worker.inputs.assign([SYSLOG0, SYSLOG1, SCHEDULER0], -IDLE_MS)  # all three silent since
+    worker.inputs.observe(SYSLOG0, DAY2, -IDLE_MS)
+    worker.inputs.observe(SYSLOG1, DAY1, -IDLE_MS)
+    now_ms = time.time() * 1000
+    syslog0, syslog1, scheduler0 = (TopicPartition(*tp) for tp in (SYSLOG0, SYSLOG1, SCHEDULER0))
+    consumer = _Consumer(
+        positions={syslog0: 10, syslog1: 500, scheduler0: 7},
+        # syslog 0 at its end by a fresh fetch; syslog 1 too by a fetch 5 s old (the loop lagged);
+        # the scheduler's partition not fetched yet
+        fetched={syslog0: (10, now_ms - 100), syslog1: (500, now_ms - 5_000)},
+        on_broker={syslog1: 900, scheduler0: 7},  # 400 syslog records written since that fetch
+    )
+    asyncio.run(worker._read_up_to_ends(consumer))
+    assert sorted(consumer.asked) == [scheduler0, syslog1]
+    assert worker.inputs.advance(0) == DAY1  # syslog 1 holds its unread records back
+    consumer.positions[syslog1] = 900  # read them
+    asyncio.run(worker._read_up_to_ends(consumer))
+    assert worker.inputs.advance(0) == DAY2  # all read to their ends: the latest time read
