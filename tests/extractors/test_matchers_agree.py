@@ -44,6 +44,26 @@ def test_matchers_agree_on_every_rule_example_in_one_batch(matchers, bundled_rul
     assert _key(fast.match_batch(lines)) == _key(slow.match_batch(lines))
 
 
+#: Envelopes real lines arrive in: syslog with a bracketed pid, dmesg -T, an app logger, a kernel caller
+#: id, NCCL's host:pid:tid. Hyperscan (multi-line mode) missed `^(?:.*[\]:>|] )?No devices were found`
+#: behind the first three while `re` matched: the engine lost a line `faultstream rules explain` showed.
+LOG_PREFIXES = [
+    "Mar  3 12:34:56 gpu12 nv-hostengine[2345]: ",
+    "[Mon Mar  3 12:34:56 2025] ",
+    "2025-03-03 12:34:56.123 ERROR [2345:2400] ",
+    "[ 1234.567890] [ T1234] ",
+    "gpu-node-3:12345:12400 [2] ",
+]
+
+
+@pytest.mark.parametrize("prefix", LOG_PREFIXES)
+def test_matchers_agree_on_every_rule_example_behind_a_log_prefix(matchers, bundled_ruleset, prefix):
+    fast, slow = matchers
+    examples = _all_examples(bundled_ruleset)
+    lines = [ExampleLine(text=prefix + t, source=s, origin=f"e:{i}") for i, (t, s) in enumerate(examples)]
+    assert _key(fast.match_batch(lines)) == _key(slow.match_batch(lines))
+
+
 def test_matchers_agree_on_the_real_corpus_under_every_source(matchers):
     if not CORPUS.exists():
         pytest.skip("shared corpus not present")
