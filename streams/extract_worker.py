@@ -252,8 +252,7 @@ class ExtractorWorker:
         for partition, latest_ms in picked.latest.items():
             self.inputs.observe(partition, latest_ms, wall_ms)
         out.latest = dict(picked.latest)
-        found = self.matcher.match_hits(picked.lines, picked.hits)  # the pick's scan, not a second one
-        symptoms = self.claims.keep_own_nodes([symptom for _, symptom in found])
+        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(picked.lines))
         batch = collapse_batch(picked.lines, symptoms)
         batch.node_lines, batch.workload_lines = picked.node_lines, picked.workload_lines  # of every line
         self._route(batch, picked.events, out)
