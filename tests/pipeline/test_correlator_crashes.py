@@ -2,7 +2,8 @@
 and while its group is rebalancing. Each partition's state and its offset marker reach the
 changelog together (streams/partitions.py, _Partition.persist), so whoever takes a partition over
 recovers a snapshot, reads back the records after its marker (streams/gap_fill.py) and applies
-them again. The verdicts equal an uninterrupted run's — the backtest's — line counts included,
+them again, but once only where a flush the kill cut short had already written them
+(streams/partitions.py, _already_in). The verdicts equal an uninterrupted run's — the backtest's — line counts included,
 and a revision sent twice carries the same content both times."""
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections import defaultdict
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer
-from aiokafka.structs import TopicPartition
 
 from scripts.bench.workload import STORM_JOB, storm_xid_node, write_storm_recording
 from sinks.redis_reader import recent_verdicts
@@ -28,8 +28,10 @@ NODES = 1_250
 #: A fifth of the storm test's 200,000 lines: the storm (their last tenth) is still 4,000 lines from
 #: every one of the nodes, and the run is shorter.
 LINES = 40_000
-#: Open flaws (docs/reliability.md, Open): remove with their fix.
-OPEN = "open: correlator state after kill -9 (torn flush, hand-over delete, runs decided unreported)"
+#: docs/reliability.md, Open: the storm test passed 2 of 2 runs that reached the kill once both sides'
+#: flushes were stamped; earlier failures (79 nodes' storm evidence lost, lines short) are not all
+#: explained. Remove once it has passed repeatedly.
+OPEN = "open: correlator state after kill -9 mid-storm (not yet seen passing repeatedly)"
 #: The NCCL symptom every node reports in the storm (rules/symptoms/network/).
 STORM_RULE = b"network.nccl.remote-peer-closed"
 SESSION_EXPIRY_S = 12  # the fixture's session timeout (10 s) and a little
@@ -46,9 +48,9 @@ def test_kill_9_of_the_correlator_while_it_applies_a_1250_node_storm(pipeline, t
     victim = pipeline.correlator("correlator-a")
     _load(pipeline, recording)
 
-    # Mid-storm: the correlator has applied (and committed) storm records on some node partition,
-    # and the run is not decided yet.
-    applied = asyncio.run(_storm_applied(pipeline, timeout_s=90))
+    # Mid-storm: the correlator has applied storm records on some node partition and flushed the
+    # state they made to its changelog, and the run is not decided yet.
+    flushed = asyncio.run(_storm_flushed(pipeline, timeout_s=90))
     victim.send_signal(signal.SIGKILL)
     victim.wait()
     assert str(STORM_JOB) not in _verdicts_in_redis(pipeline), "the kill came after the verdict"
@@ -58,12 +60,11 @@ def test_kill_9_of_the_correlator_while_it_applies_a_1250_node_storm(pipeline, t
     got = wait_for_verdicts(pipeline.services.redis, pipeline.prefix, expected, timeout_s=120)
 
     differing = _differences(got, expected)  # lines_seen included
-    where = f"killed at {applied} (partition: storm offset, committed)"
+    where = f"killed once {flushed} (node changelog partition: first storm state's offset)"
     assert not differing, f"{where}: {differing}\n{pipeline.logs()}"
     _assert_no_revision_with_two_contents(pipeline)
 
 
-@pytest.mark.xfail(reason=OPEN, strict=False)
 def test_kill_9_of_a_correlator_while_a_third_joins_and_the_group_rebalances(pipeline):
     first, second = ALL_RECORDINGS[: len(ALL_RECORDINGS) // 2], ALL_RECORDINGS[len(ALL_RECORDINGS) // 2 :]
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
@@ -90,45 +91,31 @@ def test_kill_9_of_a_correlator_while_a_third_joins_and_the_group_rebalances(pip
     _assert_no_revision_with_two_contents(pipeline)
 
 
-async def _storm_applied(pipeline, timeout_s: float) -> dict[int, tuple[int, int]]:
-    """Waits until the correlator group has committed past a storm record on some node-events
-    partition; returns partition → (first storm record's offset, committed offset)."""
-    topic = f"{pipeline.namespace}faultstream.node-events"
-    kafka = pipeline.services.kafka
+async def _storm_flushed(pipeline, timeout_s: float) -> dict[int, int]:
+    """Waits until a node partition of the correlator has flushed a node state holding a storm
+    symptom to its changelog; returns changelog partition → offset of the first such state. A
+    partition flushes at most a second of record time after applying a record, while its offset
+    commits lagged seconds behind on the loaded machine: waiting for a commit past a storm record
+    let the verdict come first (2 of 4 runs)."""
+    topic = f"{pipeline.namespace}faultstream-correlator-node-state-changelog"
     reader = AIOKafkaConsumer(
-        topic,
-        bootstrap_servers=kafka,
-        group_id=None,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        isolation_level="read_committed",
-    )
-    group = AIOKafkaConsumer(
-        bootstrap_servers=kafka,
-        group_id=f"{pipeline.namespace}faultstream-correlator",
-        enable_auto_commit=False,
+        bootstrap_servers=pipeline.services.kafka, group_id=None, auto_offset_reset="earliest"
     )
     await reader.start()
-    await group.start()
-    first_storm: dict[int, int] = {}
     deadline = time.monotonic() + timeout_s
     try:
+        while topic not in await reader.topics():  # the worker creates it when it starts
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {topic}\n{pipeline.logs()}")
+            await asyncio.sleep(0.3)
+        reader.subscribe([topic])
         while time.monotonic() < deadline:
             for tp, rows in (await reader.getmany(timeout_ms=300)).items():
-                storm = [r.offset for r in rows if r.value and STORM_RULE in r.value]
-                if storm and tp.partition not in first_storm:
-                    first_storm[tp.partition] = storm[0]
-            applied = {}
-            for partition, offset in first_storm.items():
-                committed = await group.committed(TopicPartition(topic, partition))
-                if committed is not None and committed > offset:
-                    applied[partition] = (offset, committed)
-            if applied:
-                return applied
-        raise AssertionError(f"the correlator applied no storm record\n{pipeline.logs()}")
+                if storm := [r.offset for r in rows if r.value and STORM_RULE in r.value]:
+                    return {tp.partition: storm[0]}
+        raise AssertionError(f"the correlator flushed no storm state\n{pipeline.logs()}")
     finally:
         await reader.stop()
-        await group.stop()
 
 
 def _start_extractor(pipeline) -> None:
