@@ -3,8 +3,9 @@ and while its group is rebalancing. Each partition's state and its offset marker
 changelog together (streams/partitions.py, _Partition.persist), so whoever takes a partition over
 recovers a snapshot, reads back the records after its marker (streams/gap_fill.py) and applies
 them again, but once only where a flush the kill cut short had already written them
-(streams/partitions.py, _already_in). The verdicts equal an uninterrupted run's — the backtest's — line counts included,
-and a revision sent twice carries the same content both times."""
+(streams/partitions.py, _already_in). The verdicts equal an uninterrupted run's — the
+backtest's — line counts included, and a revision sent twice carries the same content both
+times."""
 
 from __future__ import annotations
 
@@ -28,16 +29,11 @@ NODES = 1_250
 #: A fifth of the storm test's 200,000 lines: the storm (their last tenth) is still 4,000 lines from
 #: every one of the nodes, and the run is shorter.
 LINES = 40_000
-#: docs/reliability.md, Open: the storm test passed 2 of 2 runs that reached the kill once both sides'
-#: flushes were stamped; earlier failures (79 nodes' storm evidence lost, lines short) are not all
-#: explained. Remove once it has passed repeatedly.
-OPEN = "open: correlator state after kill -9 mid-storm (not yet seen passing repeatedly)"
 #: The NCCL symptom every node reports in the storm (rules/symptoms/network/).
 STORM_RULE = b"network.nccl.remote-peer-closed"
 SESSION_EXPIRY_S = 12  # the fixture's session timeout (10 s) and a little
 
 
-@pytest.mark.xfail(reason=OPEN, strict=False)
 def test_kill_9_of_the_correlator_while_it_applies_a_1250_node_storm(pipeline, tmp_path):
     recording = tmp_path / "storm.jsonl"
     write_storm_recording(recording, NODES, LINES)
