@@ -73,7 +73,7 @@ FAMILY_SOURCE = {
     "tricky": "applog",
 }
 #: A labelled line goes to its source's log topic (the scheduler's topic holds events, not lines).
-_TOPIC_OF_SOURCE = {source: topic for topic, source in DEFAULT_TOPICS.items() if source != "scheduler"}
+TOPIC_OF_SOURCE = {source: topic for topic, source in DEFAULT_TOPICS.items() if source != "scheduler"}
 
 
 class LabelError(ValueError):
@@ -214,6 +214,12 @@ class LineJudge:
         line, problem = self._normalize(row, number)
         if line is None:
             return LineOutcome(row, False, None, None, (), (), problem)
+        return self.judge_line(row, line, number, survivors)
+
+    def judge_line(
+        self, row: LabelledLine, line: LogLine, number: int, survivors: Sequence[LabelledLine] = ()
+    ) -> LineOutcome:
+        """``judge`` of a line already normalized (the row's text in another envelope, say)."""
         found = [s for s in self.matcher.extract_batch([line]) if s.role != "benign"]
         workload = next((s.workload_id for s in found if s.workload_id), f"eval-{number}")
         own = {line.host or EVAL_NODE, *(s.node for s in found if s.node)}
@@ -242,7 +248,7 @@ class LineJudge:
 
     def _normalize(self, row: LabelledLine, number: int) -> tuple[LogLine | None, str | None]:
         source = row.arrives_on
-        topic = _TOPIC_OF_SOURCE.get(source, "logs.syslog")
+        topic = TOPIC_OF_SOURCE.get(source, "logs.syslog")
         out = normalize_record(topic, row.line, EVAL_NODE, REFERENCE_MS, f"{topic}:@{number}")
         if not out.lines:
             reason = out.dead[0].reason if out.dead else "no line"

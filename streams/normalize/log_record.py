@@ -18,6 +18,7 @@ import orjson
 
 from streams.normalize.applog import WORKLOAD_FIELDS, workload_and_rank
 from streams.normalize.errors import RecordError
+from streams.normalize.line_text import clean_text, needs_cleaning
 from streams.normalize.shippers import TEXT_KEYS, TIME_KEYS, record_host, record_text, record_time_ms
 from streams.normalize.syslog_line import parse_line_header
 from streams.normalize.times import time_value_ms
@@ -111,6 +112,8 @@ def common_record_fields(
             break
     if type(text) is not str or "\n" in text or "\r" in text or "#01" in text or not text or text.isspace():
         return None
+    if needs_cleaning(text):  # NULs, a BOM, colour, a Docker wrapper: split_lines cleans them
+        return None
     stamp = None
     for name in TIME_KEYS:  # the first present, as record_time_ms picks it
         stamp = record.get(name)
@@ -135,6 +138,8 @@ def _string_lines(
 ) -> list[LogLine]:
     texts = split_lines(text)
     own_ms, own_host = parse_line_header(texts[0], year_ref_ms)
+    if source in USER_WRITTEN_SOURCES and key:  # as in _json_lines: the key names the node
+        own_ms, own_host = None, None
     host = own_host or key
     if host is None:
         raise RecordError(NO_HOST_IN_LINE)
@@ -161,7 +166,11 @@ def _first_time(own_ms: int | None, field_ms: int | None, kafka_ms: int | None) 
 def split_lines(text: str) -> list[str]:
     """The non-empty lines of ``text``. rsyslog escapes control characters as ``#ooo``: ``#012``
     (an embedded newline) splits lines, ``#011`` (a tab, as in kernel call traces and aligned
-    tables) becomes a tab again so rules see whitespace where the program wrote some."""
+    tables) becomes a tab again so rules see whitespace where the program wrote some. Envelope
+    bytes no program printed (NULs, a BOM, colour sequences, a Docker json-file wrapper) go first
+    (streams/normalize/line_text.py)."""
+    if needs_cleaning(text):
+        text = clean_text(text)
     if "#01" in text:
         text = text.replace("#012", "\n").replace("#011", "\t")
     if "\n" not in text:

@@ -32,10 +32,20 @@ def record_text(record: dict[str, Any]) -> str:
         text = record.get(key)
         if text is None:
             continue
+        if type(text) is list:  # journalctl -o json: a MESSAGE that is not printable UTF-8 is bytes
+            text = _journal_bytes(text)
         if not isinstance(text, str):
             raise RecordError(f"log record field {key!r} is a {type(text).__name__}, not a string")
         return text
     raise RecordError("log record without text: no log/message/MESSAGE/msg field")
+
+
+def _journal_bytes(value: list) -> str | list:
+    """``journalctl -o json`` writes a field holding control characters (colour, a tab, a CR) or
+    invalid UTF-8 as an array of byte values; anything else stays a list (and is an error)."""
+    if not all(type(b) is int and 0 <= b <= 255 for b in value):
+        return value
+    return bytes(value).decode("utf-8", errors="replace")
 
 
 def record_host(record: dict[str, Any]) -> str | None:

@@ -11,6 +11,14 @@ Recognised (dispatch on the first character, so most lines cost one comparison):
   ``kern  :warn  : 2025-01-21T04:41:44,283575+00:00 msg`` (``dmesg -x --time-format iso``);
 * ``[Feb 27 2025 15:10:02] [ERROR] ...`` (NVIDIA fabric manager log).
 
+journald and ``dmesg -T`` print month (and weekday) names in the node's ``LC_TIME``: the German,
+French, Spanish, Dutch and Italian abbreviations glibc prints are read too (``Dez 07 11:59:58 host
+kernel: msg``, ``[So Dez  7 11:59:58 2024] msg``), and so are fractional seconds
+(``journalctl -o short-precise``). After an RFC 3339 time the next token is the host only when the
+time has a numeric offset (syslog daemons, journald) and a syslog tag (``kernel:``, ``slurmd[12]:``)
+follows the token: ``kubectl logs --timestamps``, ``docker logs -t`` and CRI-O / containerd
+(``<time> stderr F msg``) lines put the message right after a ``...Z`` time.
+
 Anything else has no header: (None, None). Zone-less header times are taken as UTC.
 """
 
@@ -24,6 +32,19 @@ __all__ = ["Header", "parse_line_header"]
 Header = tuple[int | None, str | None]
 _NONE: Header = (None, None)
 _WEEKDAYS = frozenset({"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"})
+#: glibc's abbreviated month names (``%b``) in de_DE, fr_FR, es_ES, nl_NL and it_IT.
+LOCAL_MONTHS: dict[str, int] = {
+    name: number
+    for names in (
+        "Jan Feb Mär Apr Mai Jun Jul Aug Sep Okt Nov Dez",
+        "janv. févr. mars avril mai juin juil. août sept. oct. nov. déc.",
+        "ene feb mar abr may jun jul ago sep oct nov dic",
+        "jan feb mrt apr mei jun jul aug sep okt nov dec",
+        "gen feb mar apr mag giu lug ago set ott nov dic",
+    )
+    for number, name in enumerate(names.split(), start=1)
+} | {"sept": 9}
+_CRI_STREAMS = ("stdout F ", "stderr F ", "stdout P ", "stderr P ")
 
 
 def parse_line_header(line: str, ref_ms: int | None) -> Header:
@@ -41,6 +62,9 @@ def parse_line_header(line: str, ref_ms: int | None) -> Header:
     if line[6:7] == ":" and line[13:15] == ": ":
         # dmesg -x: "kern  :warn  : <time> msg"; the time is ISO only with --time-format iso
         return rfc3339_ms(line[15:].partition(" ")[0]), None
+    space = line.find(" ", 3, 6)
+    if space > 0 and line[:space] in LOCAL_MONTHS:  # journald in the node's locale: "Dez 07 ..."
+        return _rfc3164(line[space + 1 :], LOCAL_MONTHS[line[:space]], ref_ms)
     return _NONE
 
 
@@ -70,28 +94,45 @@ def _rfc3339_header(line: str) -> Header:
     stamp = rfc3339_ms(stamp_text)
     if stamp is None:
         return _NONE
-    return stamp, _host_token(after)
+    if after[:9] in _CRI_STREAMS or stamp_text[-1:] in "Zz":
+        # CRI-O / containerd ("<time> stderr F msg") and kubectl / docker --timestamps write Go's
+        # RFC3339Nano in UTC ("...Z"); syslog daemons and journald write a numeric offset
+        return stamp, None
+    return stamp, _host_token(after, tag_needed=True)
 
 
-def _host_token(after: str) -> str | None:
-    """The token after the time is the host, unless the sender left it out ("kernel: msg")."""
-    token = after.partition(" ")[0]
+def _host_token(after: str, tag_needed: bool = False) -> str | None:
+    """The token after the time is the host, unless the sender left it out ("kernel: msg"). With
+    ``tag_needed`` it is the host only when a syslog tag follows it (after an RFC 3339 time, the
+    message itself may follow: ``kubectl logs --timestamps``)."""
+    token, _, rest = after.partition(" ")
     if not token or token.endswith(":") or "[" in token:
         return None
+    if tag_needed and not _is_tag(rest.partition(" ")[0]):
+        return None
     return token
+
+
+def _is_tag(token: str) -> bool:
+    """``kernel:``, ``slurmd[1822]:``: a name (no colon in it) with an optional pid, then a colon."""
+    name = token[:-1].partition("[")[0]
+    return token.endswith(":") and bool(name) and ":" not in name
 
 
 def _rfc3164(rest: str, month: int, ref_ms: int | None) -> Header:
     # rest = "dd hh:mm:ss host tag: msg"; dd is space-padded ("May  7") or, off-spec, not at all
     day_text, _, rest = rest.lstrip(" ").partition(" ")
-    if not day_text.isdecimal() or rest[2:3] != ":" or rest[5:6] != ":" or rest[8:9] not in (" ", ""):
+    if not day_text.isdecimal() or rest[2:3] != ":" or rest[5:6] != ":":
         return _NONE
-    digits = rest[0:2] + rest[3:5] + rest[6:8]
-    if len(digits) != 6 or not digits.isdecimal():
+    clock, _, after = rest.partition(" ")
+    seconds, _, fraction = clock[6:].partition(".")  # journalctl -o short-precise: "11:59:58.123456"
+    digits = clock[0:2] + clock[3:5] + seconds
+    if len(digits) != 6 or not digits.isdecimal() or not (fraction.isdecimal() or clock[8:] == ""):
         return _NONE
     clock_ms = int(digits[:2]) * 3_600_000 + int(digits[2:4]) * 60_000 + int(digits[4:]) * 1000
+    clock_ms += int(fraction[:3].ljust(3, "0")) if fraction else 0
     stamp = None if ref_ms is None else _infer_year(month, int(day_text), clock_ms, ref_ms)
-    return stamp, _host_token(rest[9:])
+    return stamp, _host_token(after)
 
 
 def _infer_year(month: int, day: int, clock_ms: int, ref_ms: int) -> int:
@@ -106,7 +147,8 @@ def _infer_year(month: int, day: int, clock_ms: int, ref_ms: int) -> int:
 def _bracketed(line: str) -> Header:
     close = line.find("]", 1, 40)
     inner = line[1:close].split() if close > 0 else []
-    if len(inner) == 5 and inner[0] in _WEEKDAYS:  # dmesg -T: "Fri Aug 30 11:43:09 2024"
+    # dmesg -T: "Fri Aug 30 11:43:09 2024", or in the node's locale "So Dez  7 11:59:58 2024"
+    if len(inner) == 5 and (inner[0] in _WEEKDAYS or inner[1] in LOCAL_MONTHS):
         return _human_time(inner[1], inner[2], inner[3], inner[4]), None
     if len(inner) == 4 and inner[0] in MONTHS:  # fabric manager: "Feb 27 2025 15:10:02"
         return _human_time(inner[0], inner[1], inner[3], inner[2]), None
@@ -114,7 +156,7 @@ def _bracketed(line: str) -> Header:
 
 
 def _human_time(month_text: str, day_text: str, clock: str, year_text: str) -> int | None:
-    month = MONTHS.get(month_text)
+    month = MONTHS.get(month_text) or LOCAL_MONTHS.get(month_text)
     hms = clock.split(":")
     if month is None or len(hms) != 3 or not all(p.isdecimal() for p in (day_text, year_text, *hms)):
         return None
