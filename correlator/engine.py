@@ -68,12 +68,20 @@ class AttributionEngine:
         return collapse_batch(lines, symptoms), latest
 
     def feed_extracted(
-        self, events: Sequence[JobEvent], batch: BatchContribution, latest_ms: int | None
+        self,
+        events: Sequence[JobEvent],
+        batch: BatchContribution,
+        latest_ms: int | None,
+        mark_ms: int | None = None,
     ) -> list[Verdict]:
+        """``mark_ms``: how far the batch moves event time when the adapter bounded its lines' and
+        events' own times against their records' (streams/future_lines.py); by default their latest."""
         for event in events:
             self.on_job_event(event)
         verdicts = self.on_contribution(batch, latest_ms)
         times = [t for t in (latest_ms, *(event.time_ms for event in events)) if t is not None]
+        if mark_ms is not None:
+            times = [mark_ms]
         if times:
             verdicts += self.advance(max(times))
         return verdicts

@@ -27,6 +27,7 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher, ReferenceMatcher
+from streams.future_lines import mark_ms
 from streams.gc_policy import relax_for_batches
 from streams.normalize import common_fields, normalize_record, topic_source
 from streams.recording import parse_recording_line
@@ -47,6 +48,24 @@ class BacktestResult:
     seconds: float = 0.0
     engine: AttributionEngine | None = None
     dead_reasons: Counter = field(default_factory=Counter)
+    #: lines and job events too far ahead of their record's time to move event time
+    ahead_of_record: int = 0
+
+
+@dataclass
+class _Marks:
+    """How far a batch's lines and job events move event time: each its own time, or its record's
+    when it is too far ahead of it (streams/future_lines.py, as the live extractor bounds them)."""
+
+    latest_ms: int | None = None
+    ahead: int = 0
+
+    def add(self, time_ms: int, reference_ms: int | None) -> None:
+        marked = mark_ms(time_ms, reference_ms)
+        if marked != time_ms:
+            self.ahead += 1
+        if self.latest_ms is None or marked > self.latest_ms:
+            self.latest_ms = marked
 
 
 @dataclass
@@ -60,6 +79,7 @@ class _Extracted:
     latest_ms: int | None
     dead: list[DeadLetter]
     by_rule: Counter
+    marks: _Marks = field(default_factory=_Marks)
 
 
 def _raw_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -78,7 +98,7 @@ def _raw_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
 
 
 def _normalize(
-    first: int, block: bytes, reference_ms: int | None
+    first: int, block: bytes, reference_ms: int | None, marks: _Marks | None = None
 ) -> tuple[int, list[LogLine], list[JobEvent], list[DeadLetter]]:
     lines: list[LogLine] = []
     events: list[JobEvent] = []
@@ -101,6 +121,8 @@ def _normalize(
             fields = None
         if fields is not None:
             lines.append(LogLine(fields[0], fields[1], fields[2], source, record.origin, None, None))
+            if marks is not None:
+                marks.add(fields[2], record.timestamp_ms)
             continue
         out = normalize_record(
             record.topic, record.value, record.key, record.timestamp_ms, record.origin,
@@ -109,6 +131,9 @@ def _normalize(
         lines += out.lines
         events += out.events
         dead += out.dead
+        if marks is not None:
+            for time_ms in [line.time_ms for line in out.lines] + [event.time_ms for event in out.events]:
+                marks.add(time_ms, record.timestamp_ms)
     return records, lines, events, dead
 
 
@@ -145,11 +170,13 @@ def _worker_init(setup: _WorkerSetup) -> None:
 def _extract(job: tuple[int, bytes]) -> _Extracted:
     first, block = job
     assert _MATCHER is not None
-    records, lines, events, dead = _normalize(first, block, _REFERENCE_MS)
+    marks = _Marks()
+    records, lines, events, dead = _normalize(first, block, _REFERENCE_MS, marks)
     symptoms = _CLAIMS.keep_own_nodes(_MATCHER.extract_batch(lines))
     latest = max((line.time_ms for line in lines), default=None)
     by_rule = Counter(s.rule_id for s in symptoms)
-    return _Extracted(records, len(lines), events, collapse_batch(lines, symptoms), latest, dead, by_rule)
+    batch = collapse_batch(lines, symptoms)
+    return _Extracted(records, len(lines), events, batch, latest, dead, by_rule, marks)
 
 
 def _extracted_batches(path: Path, setup: _WorkerSetup, workers: int, size: int) -> Iterator[_Extracted]:
@@ -204,7 +231,10 @@ def backtest(
         engine.stats.lines += extracted.lines
         engine.stats.symptoms += sum(extracted.by_rule.values())
         engine.stats.by_rule.update(extracted.by_rule)
-        result.verdicts += engine.feed_extracted(extracted.events, extracted.batch, extracted.latest_ms)
+        result.ahead_of_record += extracted.marks.ahead
+        result.verdicts += engine.feed_extracted(
+            extracted.events, extracted.batch, extracted.latest_ms, extracted.marks.latest_ms
+        )
     result.verdicts += engine.flush()
     result.seconds = time.perf_counter() - started
     result.dead_reasons.update(_reason_kind(d.reason) for d in result.dead_letters)

@@ -252,6 +252,8 @@ class ExtractorWorker:
         for partition, latest_ms in picked.latest.items():
             self.inputs.observe(partition, latest_ms, wall_ms)
         out.latest = dict(picked.latest)
+        if picked.ahead:  # a line's own time too far ahead of its record did not move event time
+            metrics.count_ahead_of_record("extractor", picked.ahead)
         symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(picked.lines))
         batch = collapse_batch(picked.lines, symptoms)
         batch.node_lines, batch.workload_lines = picked.node_lines, picked.workload_lines  # of every line

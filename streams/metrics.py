@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics, start_http_server
 
 __all__ = [
+    "count_ahead_of_record",
     "count_dead_letter",
     "count_extracted_batch",
     "count_rebalance",
@@ -75,6 +76,12 @@ IGNORED_CLAIMS = Counter(
     "faultstream_ignored_claims",
     "Log lines that named a job or a node not theirs, ignored (correlator/claims.py)",
     ["stage"],
+)
+AHEAD_OF_RECORD = Counter(
+    "faultstream_ahead_of_record",
+    "Lines and job events dated more than 26 h ahead of their record's time: event time took the "
+    "record's time instead (streams/future_lines.py)",
+    ["stage", "topic"],
 )
 REBALANCES = Counter("faultstream_rebalances", "Partition assignments this process received", ["stage"])
 STALL_RESTARTS = Counter(
@@ -159,6 +166,11 @@ def count_verdict(verdict: dict[str, Any], now: float | None = None) -> None:
 
 def count_ignored_claims(stage: str, lines: int) -> None:
     IGNORED_CLAIMS.labels(stage).inc(lines)
+
+
+def count_ahead_of_record(stage: str, by_topic: dict[str, int]) -> None:
+    for topic, count in by_topic.items():
+        AHEAD_OF_RECORD.labels(stage, topic).inc(count)
 
 
 def count_rebalance(stage: str) -> None:

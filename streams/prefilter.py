@@ -18,6 +18,7 @@ from aiokafka.structs import ConsumerRecord
 
 from correlator.evidence import SLOT_MS
 from extractors.matchers import HyperscanMatcher
+from streams.future_lines import AHEAD_LIMIT_MS, mark_ms, reference_ms
 from streams.normalize import common_fields, normalize_record, topic_source
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.topics import record_time_ms
@@ -31,7 +32,8 @@ class PickedBatch:
     """One batch, normalized as far as extraction needs (a plain class: built once per batch)."""
 
     __slots__ = (
-        "dead", "events", "latest", "line_count", "lines", "lines_by_topic", "node_lines", "workload_lines",
+        "ahead", "dead", "events", "latest", "line_count", "lines", "lines_by_topic", "node_lines",
+        "workload_lines",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -44,6 +46,9 @@ class PickedBatch:
         self.lines_by_topic: dict[str, int] = {}
         #: per input partition, the latest event time a record carried (None: none carried any)
         self.latest: dict[Partition, int | None] = {}
+        #: per topic, the lines and job events too far ahead of their record to move event time
+        #: (streams/future_lines.py: ``latest`` took their record's time instead)
+        self.ahead: dict[str, int] = {}
         #: as correlator.batching counts them: (node, slot start ms) → (lines, latest time)
         self.node_lines: dict[tuple[str, int], tuple[int, int]] = {}
         self.workload_lines: dict[str, int] = {}
@@ -81,6 +86,8 @@ def pick_batch(
                 slot[0] += 1
                 if time_ms > slot[1]:
                     slot[1] = time_ms
+            if record.headers or time_ms > record.timestamp + AHEAD_LIMIT_MS:  # maybe too far ahead
+                time_ms = _mark(out, record, time_ms)
             seen = latest.get(partition)
             if seen is None or time_ms > seen:
                 latest[partition] = time_ms
@@ -96,7 +103,8 @@ def pick_batch(
                 out.workload_lines[line.workload_id] = out.workload_lines.get(line.workload_id, 0) + 1
             elif line.host:
                 _count(slots, line.host, line.time_ms)
-        _observe(latest, partition, [line.time_ms for line in lines] + [e.time_ms for e in normalized.events])
+        times = [line.time_ms for line in lines] + [e.time_ms for e in normalized.events]
+        _observe(latest, partition, [_mark(out, record, time_ms) for time_ms in times])
     hits = {common[line] for line, _ in matcher.candidates(texts)}
     for index in sorted(hits.union(general)):
         _add_lines(out, records[index], picked[index], general.get(index), sources)
@@ -104,6 +112,15 @@ def pick_batch(
     _count_topics(out, records, picked, general)
     out.node_lines = {(node, slot * SLOT_MS): (c, t) for (node, slot), (c, t) in slots.items()}
     return out
+
+
+def _mark(out: PickedBatch, record: ConsumerRecord, time_ms: int) -> int:
+    """How far a line or job event of ``record`` moves event time (streams/future_lines.py): its
+    record's time when it is too far ahead of it, counted."""
+    marked = mark_ms(time_ms, reference_ms(record.timestamp, record.headers))
+    if marked != time_ms:
+        out.ahead[record.topic] = out.ahead.get(record.topic, 0) + 1
+    return marked
 
 
 def kafka_ms(record: ConsumerRecord) -> int:

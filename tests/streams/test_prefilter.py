@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from correlator.batching import collapse_batch
 from extractors.matchers import HyperscanMatcher
 from scripts.bench import workload
+from streams.future_lines import mark_ms, reference_ms
 from streams.normalize import normalize_record
 from streams.prefilter import PickedBatch, pick_batch
 from streams.records import DEFAULT_TOPICS, LogLine
@@ -155,6 +156,8 @@ def _full_path(records: list[ConsumerRecord], matcher: HyperscanMatcher) -> dict
         dead += out.dead
         by_topic[record.topic] = by_topic.get(record.topic, 0) + len(out.lines)
         times = [line.time_ms for line in out.lines] + [event.time_ms for event in out.events]
+        # event time moves by each line's own time, or its record's when it is far ahead of it
+        times = [mark_ms(t, reference_ms(record.timestamp, record.headers)) for t in times]
         partition = (record.topic, record.partition)
         if times and (latest.get(partition) is None or max(times) > latest[partition]):
             latest[partition] = max(times)
