@@ -41,11 +41,6 @@ def test_every_golden_recording_gives_the_backtest_verdict_in_redis_and_on_the_t
     _assert_same(latest, expected, pipeline)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 11): an ingest partition silent for idle_partition_s counts as idle even with "
-    "records unread, so the watermark can pass lines still waiting (docs/reliability.md, Open)",
-)
 def test_two_extractors_and_two_correlators_on_four_partitions_give_the_same_verdicts(pipeline):
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
     for n in (1, 2):
@@ -56,11 +51,6 @@ def test_two_extractors_and_two_correlators_on_four_partitions_give_the_same_ver
     _assert_same(got, expected, pipeline)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 11): an ingest partition silent for idle_partition_s counts as idle even with "
-    "records unread, so the watermark can pass lines still waiting (docs/reliability.md, Open)",
-)
 def test_a_correlator_joining_mid_run_takes_over_partitions_without_losing_a_verdict(pipeline):
     first, second = _halves()
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
