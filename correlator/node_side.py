@@ -194,8 +194,16 @@ class NodeCorrelator:
         groups = [g.copy() for g in state.window.evidence(start, end)]
         return NodeEvidence(run.workload_id, node, groups, state.window.lines_between(start, end), run.end_ms)
 
-    def expire(self, watermark_ms: int) -> None:
-        """Drop reported runs past the revision horizon and symptoms no run can still need."""
+    def expire(self, watermark_ms: int, placed_ms: int | None = None) -> None:
+        """Drop reported runs past the revision horizon and symptoms no run can still need.
+
+        ``placed_ms``: the event time up to which every run's placement has reached this node side
+        (None: no such word, the watermark alone). Placements are sent by the workload side, which
+        can lag days of event time behind the nodes (a restarted correlator catching up, a load at
+        full speed); expiring by the node's own watermark alone dropped the evidence of runs
+        whose placements were still on their way, so nothing expires before both have passed."""
+        if placed_ms is not None:
+            watermark_ms = min(watermark_ms, placed_ms)
         horizon = int(self.settings.revision_horizon_s * 1000)
         idle = watermark_ms - self.idle_ms
         for node in list(self.states):

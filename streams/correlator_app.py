@@ -224,6 +224,8 @@ class _Stage:
         for p in placements:  # a 12,500-node job's end: a few records, not one per node
             by_partition.setdefault(partition_for(p.node, self.settings.partitions), []).append(p)
         packed = [(n, record) for n, ps in sorted(by_partition.items()) for record in wire.packed_places(ps)]
+        if (placed := part.announce()) is not None:  # after the placements it vouches for (same producer)
+            packed += [(n, wire.encode(placed)) for n in range(self.settings.partitions)]
         await self.send_all(self.node_topic, packed)
         await self.emit(verdicts)
         part.persist()  # after the outputs: a crash in between replays the record, never loses it

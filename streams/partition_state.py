@@ -24,6 +24,9 @@ HISTORY_STEP_MS = 1_000
 SOURCE_FORGET_MS = 3_600_000
 #: How long a source that did not say so itself counts as live after its last watermark.
 SOURCE_IDLE_MS = 10_000
+#: A workload partition that has not said how far its placements have gone for this long (record
+#: time) while others have no longer holds a node partition's expiry back (see PartitionClock.placed).
+PLACER_IDLE_MS = 3_600_000
 META = "__"  # keys starting with this are bookkeeping, not node or workload state
 
 
@@ -118,6 +121,9 @@ class PartitionClock:
     history: list[list[int]] = field(default_factory=list)  # [wall_ms, effective_ms], oldest first
     #: source -> [its watermark, record time last heard, its idle time]
     sources: dict[str, list[int]] = field(default_factory=dict)
+    #: node partitions: workload partition -> [event time up to which it has sent its placements,
+    #: record time last heard]; see placed()
+    placers: dict[str, list[int]] = field(default_factory=dict)
 
     def observe(self, event_ms: int, wall_ms: int) -> None:
         """A data record's event time (or a watermark without a source)."""
@@ -144,6 +150,24 @@ class PartitionClock:
         self.wall_ms = max(self.wall_ms, wall_ms)  # a source speaks: idle time counts from here
         for gone in [s for s, (_, heard, _) in self.sources.items() if wall_ms - heard > SOURCE_FORGET_MS]:
             del self.sources[gone]
+
+    def observe_placed(self, source: str, time_ms: int, wall_ms: int) -> None:
+        """A workload partition's word (a ``placed`` record, streams/wire.py) that every placement
+        of a job event up to ``time_ms`` has been sent; it never moves back."""
+        known = self.placers.get(source)
+        self.placers[source] = [max(time_ms, known[0]) if known else time_ms, wall_ms]
+
+    def placed(self, wall_ms: int) -> int | None:
+        """The event time up to which every workload partition has sent its placements: the
+        minimum over those heard within PLACER_IDLE_MS of ``wall_ms`` (a workload partition gone
+        for good must not hold expiry back for ever), over all of them when none was (a restarted
+        correlator reading its backlog hears none until the workload side has caught up with its
+        first records). None: no workload partition has said (an older release, or a story told to
+        one partition), and the node's own watermark alone expires state, as before."""
+        if not self.placers:
+            return None
+        live = [mark for mark, heard in self.placers.values() if wall_ms - heard < PLACER_IDLE_MS]
+        return min(live or [mark for mark, _ in self.placers.values()])
 
     def effective(self, wall_ms: int) -> int:
         idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0
@@ -172,6 +196,7 @@ class PartitionClock:
             "offset": self.offset,
             "history": self.history,
             "sources": self.sources,
+            "placers": self.placers,
         }
 
     @classmethod

@@ -16,6 +16,7 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from correlator.workload_side import RunPlacement, WorkloadCorrelator, WorkloadState
 from extractors.loader import Ruleset
+from streams import wire
 from streams.partition_state import META, PartitionClock, PartitionView
 from streams.records import JobEvent
 
@@ -31,6 +32,9 @@ FLUSH_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job"})
+#: A workload partition tells the node partitions how far its placements have gone at most this
+#: often (record time): see WorkloadPartition.announce.
+ANNOUNCE_EVERY_MS = 1_000
 
 
 def line_counts_key(node: str) -> str:
@@ -172,12 +176,15 @@ class NodePartition(_Partition):
                     self.nodes.on_run(place["node"], place["workload_id"], place["start_ms"], place["end_ms"])
         elif kind == "wm":
             self.clock.on_watermark(record, wall_ms)
+        elif kind == "placed":
+            self.clock.observe_placed(record["source"], record["time_ms"], wall_ms)
         watermark = self._advance(wall_ms, offset)
         self._clock_record = kind in CLOCK_KINDS
         if self._clock_record:  # not on every record: due() looks at every node of the partition
             out += self.nodes.due(watermark)
         if (expire_at := self._expire_at(wall_ms)) is not None:
-            self.nodes.expire(expire_at)
+            # not past the placements either: they come through the workload side, which may lag
+            self.nodes.expire(expire_at, self.clock.placed(self._wall_ms))
         return out
 
     def _group(self, group: EvidenceGroup, wall_ms: int, offset: int) -> list[NodeEvidence]:
@@ -220,6 +227,23 @@ class WorkloadPartition(_Partition):
         #: Longer than a consumer-group session timeout plus table recovery, so that a worker's
         #: crash delays its nodes' reports instead of producing a verdict without them.
         self.overdue_ms = int(max(3 * settings.grace_s, OVERDUE_MIN_S) * 1000)
+        self.source = f"workload:{partition}"
+        self._announced: tuple[int, int] | None = None  # (clock, record time) last announced
+
+    def announce(self) -> dict[str, Any] | None:
+        """The ``placed`` record to send to every node partition after the placements of the
+        record just handled, or None when there is nothing new to say. The partition's clock has
+        passed every job event up to it (the extractors send their watermarks after their data),
+        so every placement up to it is sent: a node partition expires no evidence before this
+        clock (of every workload partition) has passed it too. Said once the partition is built
+        (a restarted one at once: what it says stands in its changelog), then at most once a
+        second of record time, and only when the clock moved."""
+        clock = self.clock.effective_ms
+        last = self._announced
+        if last is not None and (clock <= last[0] or self._wall_ms - last[1] < ANNOUNCE_EVERY_MS):
+            return None
+        self._announced = (clock, self._wall_ms)
+        return wire.placed(self.source, clock)
 
     def handle(
         self, record: dict[str, Any], wall_ms: int, offset: int

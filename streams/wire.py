@@ -9,6 +9,9 @@ node-events (key = node)          workload-events (key = workload id)
          partition and batch                  per workload
   places runs placed on nodes,      wm, tick  as on node-events
          packed per partition
+  placed how far a workload partition
+         has sent its placements (every
+         node partition hears each one)
   wm     an extractor's event-time watermark
          (the slowest of its input partitions)
   tick   a correlator's wall clock
@@ -42,6 +45,7 @@ __all__ = [
     "packed_groups",
     "packed_places",
     "place",
+    "placed",
     "tick",
     "watermark",
     "workload_lines",
@@ -134,6 +138,12 @@ def watermark(time_ms: int, source: str | None = None, idle_ms: int | None = Non
     if source is None:
         return {"t": "wm", "time_ms": time_ms}
     return {"t": "wm", "time_ms": time_ms, "source": source, "idle_ms": idle_ms}
+
+
+def placed(source: str, time_ms: int) -> dict[str, Any]:
+    """A workload partition (``source``) has sent the placements of every job event up to
+    ``time_ms`` (its event-time clock), to every node partition, after those placements."""
+    return {"t": "placed", "source": source, "time_ms": time_ms}
 
 
 def tick() -> dict[str, Any]:

@@ -22,10 +22,10 @@ SETTINGS = CorrelatorSettings(
 class LooksAtEveryNode(NodeCorrelator):
     """The reference: forgets what it learnt about quiet nodes and pending runs every time."""
 
-    def expire(self, watermark_ms: int) -> None:
+    def expire(self, watermark_ms: int, placed_ms: int | None = None) -> None:
         for state in self.states.values():
             state.quiet_until_ms = 0
-        super().expire(watermark_ms)
+        super().expire(watermark_ms, placed_ms)
 
     def due(self, watermark_ms: int) -> list:
         self.awaiting = None
@@ -64,3 +64,21 @@ def test_skipping_quiet_nodes_ends_in_the_same_state_as_looking_at_all(seed):
     assert reports[0] == reports[1]
     assert fast.states == reference.states
     assert reports[0], "no run was ever reported: the sample exercised nothing"
+
+
+def test_evidence_the_node_side_has_long_outrun_waits_until_the_placements_have_passed_it_too():
+    """The node side is six hours past an Xid, the workload side still at the job's start: its
+    placement is on its way, so the Xid must still be there when it comes (issue 11)."""
+    nodes = NodeCorrelator(SETTINGS)
+    nodes.on_group(_group("gpu7", T0 + 60_000, 1))
+    nodes.on_lines("gpu7", T0 + 60_000, 40)
+    six_hours = T0 + 6 * 3_600_000
+
+    nodes.expire(six_hours, placed_ms=T0)  # the placements have gone only as far as T0
+    nodes.on_run("gpu7", "job7", T0, T0 + 120_000)
+    [report] = nodes.due(six_hours)
+
+    assert [g.first.line for g in report.groups] == ["line 1"] and report.lines == 40
+
+    nodes.expire(six_hours, placed_ms=six_hours)  # every placement is in: the reported run's time is up
+    assert "gpu7" not in nodes.states

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from streams import wire
-from streams.partition_state import SOURCE_FORGET_MS, PartitionClock
+from streams.partition_state import PLACER_IDLE_MS, SOURCE_FORGET_MS, PartitionClock
 
 IDLE_MS = 10_000
 T = 1_714_557_600_000  # event time
@@ -86,3 +86,16 @@ def test_a_clock_with_its_sources_survives_the_changelog():
     recovered = PartitionClock.load(table, "clock")
     _heard(recovered, "a.0", T + 120_000, W + 1)
     assert recovered.effective(W + 1) == T  # b still holds it, after the restart as before
+
+
+def test_the_placement_clock_is_the_slowest_workload_partition_and_none_before_any_spoke():
+    clock = PartitionClock()
+    assert clock.placed(W) is None, "no word: the node's own watermark alone, as before"
+    clock.observe_placed("workload:0", T + 60_000, W)
+    clock.observe_placed("workload:1", T, W + 100)
+    clock.observe_placed("workload:0", T + 30_000, W + 200)  # an older word changes nothing
+    assert clock.placed(W + 200) == T
+    later = W + 100 + PLACER_IDLE_MS
+    clock.observe_placed("workload:0", T + 90_000, later)
+    assert clock.placed(later) == T + 90_000, "workload:1 silent an hour while 0 spoke: gone"
+    assert clock.placed(W + 3 * PLACER_IDLE_MS) == T, "all silent (a correlator reading its backlog): all count"
