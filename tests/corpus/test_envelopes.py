@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from streams.evaluation import EVAL_NODE, REFERENCE_MS, LineJudge, load_labels
+from streams.evaluation import EVAL_NODE, REFERENCE_MS, LabelledLine, LineJudge, load_labels
 from streams.normalize.syslog_line import parse_line_header
 from tests.corpus.envelopes import ENVELOPES, HOST, EngineVerdicts, Rendering, bare_message, render
 
@@ -118,3 +118,30 @@ def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     assert not added, added[:10]
     showing = {row for row, envelopes in rows.items() if envelopes["plain"].signature}
     assert len(showing) <= 3, sorted(showing)
+
+
+def test_a_rules_own_examples_fire_in_every_envelope_their_bare_message_fires_in(bundled_ruleset, judge):
+    """Beyond the corpus: each rule's match examples, stripped and re-rendered. A rule anchored at
+    the start of the line (``^Call Trace:``) misses the same line behind a container runtime's or
+    a syslog daemon's prefix."""
+    examples = [
+        LabelledLine(
+            id=f"{rule.id}#{k}", family="rules", line=example.line, source_url="rules/", label="echo",
+            source=example.source or rule.sources[0],
+        )
+        for rule in bundled_ruleset.symptom_rules
+        for k, example in enumerate(rule.examples.match)
+    ]  # fmt: skip
+    rows = _by_row(render(examples, judge.matcher))
+    assert len(rows) >= 1000
+    missed = []
+    for row_id, envelopes in rows.items():
+        rule_id = row_id.partition("#")[0]
+        if rule_id not in {evidence[0] for evidence in envelopes["plain"].signature}:
+            continue  # the bare message lost what the rule needs (a "prog[pid]:" tag, say)
+        missed += [
+            (rule_id, name, rendering.lines[0].text[:120] if rendering.lines else rendering.dead)
+            for name, rendering in envelopes.items()
+            if rule_id not in {evidence[0] for evidence in rendering.signature}
+        ]
+    assert not missed, (len(missed), missed[:10])
