@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, count
+from operator import add
 from pathlib import Path
 from typing import Protocol
 
@@ -53,17 +54,14 @@ class HyperscanMatcher:
         tests/extractors/test_matchers_agree.py), so a rule's sixth pattern costs one search, not six."""
         if not texts:
             return {}
-        # surrogatepass: a str may hold a lone surrogate ("\ud800") and the database scans bytes
-        # without UTF-8 checks; surrogateescape raised on it and lost the whole batch
-        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
-        ends = list(accumulate(len(b) + 1 for b in encoded))
+        data, ends = _joined(texts)
         hits: list[tuple[int, int]] = []
         append = hits.append
 
         def on_match(pattern_id: int, start: int, end: int, flags: int, context: object) -> None:
             append((pattern_id, end))
 
-        self._db.database.scan(b"\n".join(encoded), match_event_handler=on_match)
+        self._db.database.scan(data, match_event_handler=on_match)
         owner, bit = self._db.owner, self._bit
         found: dict[tuple[int, int], int] = {}
         for pid, end in hits:
@@ -71,10 +69,20 @@ class HyperscanMatcher:
             found[key] = found.get(key, 0) | bit[pid]
         return found
 
+    def hits(self, texts: Sequence[str]) -> dict[tuple[int, int], int]:
+        """(line index, rule index) → mask of the rule's include patterns Hyperscan reported on
+        that line: what ``match_hits`` confirms (the extractor's prefilter scans once for both)."""
+        return self._hits(texts)
+
     def match_batch(self, lines: Sequence[LineLike]) -> list[tuple[int, Symptom]]:
         """(line index, symptom) for every rule that fires, in (line, rule) order."""
+        return self.match_hits(lines, self._hits([line.text for line in lines]))
+
+    def match_hits(
+        self, lines: Sequence[LineLike], hits: dict[tuple[int, int], int]
+    ) -> list[tuple[int, Symptom]]:
+        """``match_batch`` of lines already scanned: ``hits`` as ``hits`` gave them for their texts."""
         found: list[tuple[int, Symptom]] = []
-        hits = self._hits([line.text for line in lines])
         for line_index, rule_index in sorted(hits):
             line, compiled = lines[line_index], self.rules[rule_index]
             if line.source not in compiled.sources:
@@ -107,6 +115,19 @@ class ReferenceMatcher:
 
     def extract_batch(self, lines: Sequence[LineLike]) -> list[Symptom]:
         return [symptom for _, symptom in self.match_batch(lines)]
+
+
+def _joined(texts: Sequence[str]) -> tuple[bytes, list[int]]:
+    """The texts as one buffer, a newline after each but the last, and each line's end offset + 1
+    in it (where its newline is). A batch of ASCII lines (nearly all) is encoded in one call, and
+    its offsets come from the texts' lengths without a Python step per line."""
+    # surrogatepass: a str may hold a lone surrogate ("\ud800") and the database scans bytes
+    # without UTF-8 checks; surrogateescape raised on it and lost the whole batch
+    joined = "\n".join(texts)
+    if joined.isascii():
+        return joined.encode("ascii"), list(map(add, accumulate(map(len, texts)), count(1)))
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    return b"\n".join(encoded), list(accumulate(len(b) + 1 for b in encoded))
 
 
 def _pattern_bits(owner: list[int]) -> list[int]:

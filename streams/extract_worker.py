@@ -254,7 +254,8 @@ class ExtractorWorker:
         out.latest = dict(picked.latest)
         if picked.ahead:  # a line's own time too far ahead of its record did not move event time
             metrics.count_ahead_of_record("extractor", picked.ahead)
-        symptoms = self.claims.keep_own_nodes(self.matcher.extract_batch(picked.lines))
+        found = self.matcher.match_hits(picked.lines, picked.hits)  # the pick's scan, not a second one
+        symptoms = self.claims.keep_own_nodes([symptom for _, symptom in found])
         batch = collapse_batch(picked.lines, symptoms)
         batch.node_lines, batch.workload_lines = picked.node_lines, picked.workload_lines  # of every line
         self._route(batch, picked.events, out)

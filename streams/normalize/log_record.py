@@ -19,9 +19,17 @@ import orjson
 from streams.normalize.applog import WORKLOAD_FIELDS, workload_and_rank
 from streams.normalize.errors import RecordError
 from streams.normalize.line_text import clean_text, needs_cleaning
-from streams.normalize.shippers import TEXT_KEYS, TIME_KEYS, record_host, record_text, record_time_ms
+from streams.normalize.shippers import (
+    FLUENTBIT_HOST_KEYS,
+    TEXT_KEYS,
+    TIME_KEYS,
+    VECTOR_HOST_KEYS,
+    record_host,
+    record_text,
+    record_time_ms,
+)
 from streams.normalize.syslog_line import parse_line_header
-from streams.normalize.times import time_value_ms
+from streams.normalize.times import rfc3339_ms, time_value_ms
 from streams.records import LogLine
 
 __all__ = [
@@ -102,7 +110,86 @@ def common_record_fields(
     record: dict[str, Any], source: str, key: str | None, kafka_ms: int | None, year_ref_ms: int | None = None
 ) -> tuple[str, str, int] | None:
     """``common_json_fields`` of a record already decoded (a recording's ``value``): the backtest's
-    hot path. Same answer as ``_json_lines`` on it; None means "take the general path"."""
+    hot path. Same answer as ``_json_lines`` on it; None means "take the general path".
+
+    A shipper sends the same keys in the same order record after record, so which key holds the
+    text, the time and the host is worked out once per key order (``_plan``), not per record;
+    a record whose values do not fit that plan (a null text, a non-string host, ...) is decided by
+    ``_common_record_fields``, the field-by-field reference (tests/streams/test_common_shapes.py)."""
+    keys = tuple(record)
+    shape = _SHAPES.get(keys, _UNPLANNED)
+    if shape is _UNPLANNED:
+        shape = _plan(keys)
+    if shape is None:  # names a workload, or has no text field: never the common shape
+        return None
+    text_key, time_key, host_key = shape
+    text = record[text_key]
+    if type(text) is not str or "\n" in text or "\r" in text or "#01" in text or not text or text.isspace():
+        return _common_record_fields(record, source, key, kafka_ms, year_ref_ms)
+    if needs_cleaning(text):  # NULs, a BOM, colour, a Docker wrapper: split_lines cleans them
+        return _common_record_fields(record, source, key, kafka_ms, year_ref_ms)
+    if time_key is None:
+        field_ms = None
+    else:
+        stamp = record[time_key]
+        if type(stamp) is float and 0 <= stamp < 1e11:  # Fluent Bit's epoch seconds, as time_value_ms
+            field_ms = round(stamp * 1000)
+        elif type(stamp) is str and stamp[4:5] == "-":  # RFC 3339, as time_value_ms
+            field_ms = rfc3339_ms(stamp)
+        else:
+            return _common_record_fields(record, source, key, kafka_ms, year_ref_ms)
+        if field_ms is None:
+            return None  # a present but unreadable time: an error on the general path
+    if host_key is None:
+        field_host = None
+    else:
+        field_host = record[host_key]
+        if type(field_host) is not str or not field_host:
+            return _common_record_fields(record, source, key, kafka_ms, year_ref_ms)
+    # parsed even where it is not used (as in _json_lines): a header whose year the time cannot
+    # give raises there, and must here too
+    own_ms, own_host = parse_line_header(text, field_ms if field_ms is not None else year_ref_ms)
+    if source in USER_WRITTEN_SOURCES and (field_host or key):
+        own_ms, own_host = None, None  # as in _json_lines
+    host = own_host or field_host or key
+    time_ms = own_ms if own_ms is not None else field_ms if field_ms is not None else kafka_ms
+    if host is None or time_ms is None:
+        return None
+    return text, host, time_ms
+
+
+#: Key order → (text key, time key or None, host key or None); None: never the common shape.
+Shape = tuple[str, str | None, str | None]
+_SHAPES: dict[tuple[str, ...], Shape | None] = {}
+_SHAPES_MAX = 1024  # hostile records may each bring new keys: the plans must stay few
+_UNPLANNED = ("", None, None)
+
+
+def _plan(keys: tuple[str, ...]) -> Shape | None:
+    """Where a record with these keys (in this order) keeps its text, time and host: the first
+    present of each, as ``record_text``, ``record_time_ms`` and ``record_host`` look for them."""
+    present = frozenset(keys)
+    text_key = next((name for name in TEXT_KEYS if name in present), None)
+    shape: Shape | None = None
+    if text_key is not None and WORKLOAD_FIELDS.isdisjoint(present):
+        host_keys = VECTOR_HOST_KEYS if "source_type" in present else FLUENTBIT_HOST_KEYS
+        shape = (
+            text_key,
+            next((name for name in TIME_KEYS if name in present), None),
+            next((name for name in host_keys if name in present), None),
+        )
+    if len(_SHAPES) >= _SHAPES_MAX:
+        _SHAPES.clear()
+    _SHAPES[keys] = shape
+    return shape
+
+
+def _common_record_fields(
+    record: dict[str, Any], source: str, key: str | None, kafka_ms: int | None, year_ref_ms: int | None
+) -> tuple[str, str, int] | None:
+    """``common_record_fields`` field by field (first present value, as ``record_text``,
+    ``record_time_ms`` and ``record_host`` pick them): the reference the planned path is tested
+    against, and what decides a record whose values do not fit its key order's plan."""
     if not WORKLOAD_FIELDS.isdisjoint(record):
         return None
     text = None

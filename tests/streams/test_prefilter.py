@@ -178,7 +178,7 @@ def _full_path(records: list[ConsumerRecord], matcher: HyperscanMatcher) -> dict
 def _picked(records: list[ConsumerRecord], matcher: HyperscanMatcher) -> dict[str, Any]:
     picked: PickedBatch = pick_batch(records, TOPICS, matcher)
     return _summary(
-        matcher.extract_batch(picked.lines),
+        [symptom for _, symptom in matcher.match_hits(picked.lines, picked.hits)],  # as the extractor does
         picked.node_lines,
         picked.workload_lines,
         picked.events,
