@@ -122,7 +122,7 @@ class PartitionClock:
     #: source -> [its watermark, record time last heard, its idle time]
     sources: dict[str, list[int]] = field(default_factory=dict)
     #: node partitions: workload partition -> [event time up to which it has sent its placements,
-    #: record time last heard]; see placed()
+    #: record time last heard, record time its silence counts from]; see placed()
     placers: dict[str, list[int]] = field(default_factory=dict)
 
     def observe(self, event_ms: int, wall_ms: int) -> None:
@@ -153,21 +153,29 @@ class PartitionClock:
 
     def observe_placed(self, source: str, time_ms: int, wall_ms: int) -> None:
         """A workload partition's word (a ``placed`` record, streams/wire.py) that every placement
-        of a job event up to ``time_ms`` has been sent; it never moves back."""
+        of a job event up to ``time_ms`` has been sent; it never moves back.
+
+        One that speaks for the first time, or again after PLACER_IDLE_MS of silence, is a workload
+        side coming back (a restarted correlator's first words after its backlog): the silence of
+        the others counts afresh from here, or an outage longer than that would drop the ones whose
+        first word comes a moment later."""
         known = self.placers.get(source)
-        self.placers[source] = [max(time_ms, known[0]) if known else time_ms, wall_ms]
+        if known is None or wall_ms - known[1] >= PLACER_IDLE_MS:
+            for other in self.placers.values():
+                other[2] = max(other[2], wall_ms)
+        self.placers[source] = [max(time_ms, known[0]) if known else time_ms, wall_ms, wall_ms]
 
     def placed(self, wall_ms: int) -> int | None:
         """The event time up to which every workload partition has sent its placements: the
-        minimum over those heard within PLACER_IDLE_MS of ``wall_ms`` (a workload partition gone
-        for good must not hold expiry back for ever), over all of them when none was (a restarted
-        correlator reading its backlog hears none until the workload side has caught up with its
-        first records). None: no workload partition has said (an older release, or a story told to
-        one partition), and the node's own watermark alone expires state, as before."""
+        minimum over those silent for less than PLACER_IDLE_MS at ``wall_ms`` (a workload partition
+        gone for good must not hold expiry back for ever), over all of them when every one is (a
+        restarted correlator reading its node backlog hears nothing new until the workload side
+        has read its first records). None: no workload partition has said (an older release, or a
+        story told to one partition), and the node's own watermark alone expires state, as before."""
         if not self.placers:
             return None
-        live = [mark for mark, heard in self.placers.values() if wall_ms - heard < PLACER_IDLE_MS]
-        return min(live or [mark for mark, _ in self.placers.values()])
+        live = [mark for mark, _, since in self.placers.values() if wall_ms - since < PLACER_IDLE_MS]
+        return min(live or [mark for mark, _, _ in self.placers.values()])
 
     def effective(self, wall_ms: int) -> int:
         idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0

@@ -99,3 +99,16 @@ def test_the_placement_clock_is_the_slowest_workload_partition_and_none_before_a
     clock.observe_placed("workload:0", T + 90_000, later)
     assert clock.placed(later) == T + 90_000, "workload:1 silent an hour while 0 spoke: gone"
     assert clock.placed(W + 3 * PLACER_IDLE_MS) == T, "all silent (a correlator reading its backlog): all count"
+
+
+def test_after_an_outage_longer_than_that_the_first_workload_partition_back_does_not_drop_the_others():
+    clock = PartitionClock()
+    clock.observe_placed("workload:0", T + 60_000, W)
+    clock.observe_placed("workload:1", T, W)
+    back = W + 2 * PLACER_IDLE_MS  # a correlator down two hours; workload:0's first word after it
+    clock.observe_placed("workload:0", T + 3 * 86_400_000, back)
+
+    assert clock.placed(back + 1_000) == T, "workload:1's first word is a moment behind: it still counts"
+    for minute in range(1, 61):  # workload:0 speaks on
+        clock.observe_placed("workload:0", T + 3 * 86_400_000 + minute, back + minute * 60_000)
+    assert clock.placed(back + PLACER_IDLE_MS) == T + 3 * 86_400_000 + 60, "workload:1 never came back: gone"
