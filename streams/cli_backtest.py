@@ -109,6 +109,7 @@ def _diff_against_baseline(args: argparse.Namespace, candidate, settings, matche
 
 def _summary(path: Path, result: BacktestResult, version: str) -> None:
     from streams.backtest import latest_revisions
+    from streams.future_lines import AHEAD_LIMIT_MS, HOUR_MS
 
     engine = result.engine
     assert engine is not None
@@ -132,4 +133,9 @@ def _summary(path: Path, result: BacktestResult, version: str) -> None:
         lines.append(f"  still running (no job end): {', '.join(engine.running()[:10])}")
     if stats.unplaced_symptoms:
         lines.append(f"  {stats.unplaced_symptoms} symptoms had neither a node nor a workload")
+    if result.ahead_of_record:  # a node's clock far off, or forged times (streams/future_lines.py)
+        lines.append(
+            f"  {result.ahead_of_record} lines or job events more than {AHEAD_LIMIT_MS // HOUR_MS} h ahead of "
+            "their record's time: event time took the record's"
+        )
     print("\n".join(lines), file=sys.stderr)

@@ -13,6 +13,7 @@ from prometheus_client import REGISTRY
 from correlator.settings import CorrelatorSettings
 from correlator.timefmt import iso
 from streams.backtest import backtest, latest_revisions
+from streams.cli import main
 from streams.extract_worker import ExtractorWorker
 from streams.future_lines import AHEAD_LIMIT_MS, HOUR_MS, reference_ms
 from streams.settings import Settings
@@ -123,6 +124,12 @@ def test_in_the_backtest_a_line_ten_years_ahead_does_not_expire_the_evidence_of_
     assert verdict.responsible_nodes == ["gpu001"], verdict
     assert verdict.root_symptom is not None and verdict.root_symptom.rule_id == "gpu.xid.79"
     assert result.ahead_of_record == 1
+
+
+def test_the_backtest_summary_says_how_many_lines_were_too_far_ahead(tmp_path, capsys):
+    path = _recording(tmp_path, _story(recorded=True))
+    assert main(["backtest", "-i", str(path), "--workers", "1"]) == 0
+    assert "1 lines or job events more than 26 h ahead of their record's time" in capsys.readouterr().err
 
 
 def test_a_recording_without_kafka_timestamps_has_no_bound(tmp_path, bundled_ruleset):
