@@ -4,8 +4,9 @@
 caller ids, the ``kernel:`` tag) down to what the program printed; each :class:`Envelope` renders
 that message again as one producer would ship it (raw dmesg, ``dmesg -T`` / ``-x``, RFC 3164 and
 5424, journald ``short-iso`` / ``short-precise`` / ``-o json``, rsyslog ``#ooo`` escapes, Fluent Bit
-and Vector records, Docker json-file and CRI lines, ``kubectl logs --timestamps``, localized month
-names, CRLF and NUL padding). The shapes follow docs/formats.md and the shippers' documentation.
+and Vector records, Docker json-file and CRI lines, ``kubectl logs --timestamps`` / ``--prefix``,
+``srun --label``, localized month names, CRLF and NUL padding). The shapes follow docs/formats.md
+and the shippers' documentation.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ _HEADER = re.compile(
             r"\[\w{2,4}\.? \w{3,5}\.? +\d{1,2} \d\d:\d\d:\d\d \d{4}\] ?",  # dmesg -T, any locale
             r"[a-z]{2,8} *:[a-z]{3,6} *: ?",  # dmesg -x facility and level
             r"kernel: ?",
+            r"\[pod/[^\]\s]{1,200}\] ",  # kubectl logs --prefix
+            r" {0,4}\d{1,5}: ",  # srun --label
         )
     )
 )
@@ -243,6 +246,8 @@ ENVELOPES: tuple[Envelope, ...] = (
         True,
     ),
     Envelope("kubectl logs --timestamps", lambda m: f"{ISO}789Z {m}", False),
+    Envelope("kubectl logs --prefix", lambda m: f"[pod/train-workers-0-3-x7k2p/trainer] {m}", False),
+    Envelope("srun --label", lambda m: f"  3: {m}", False),
     Envelope("crlf", lambda m: f"{m}\r\n", False),
     Envelope(
         "crlf in fluent-bit tail",

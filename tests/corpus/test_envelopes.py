@@ -104,6 +104,40 @@ def test_the_envelope_names_the_node_not_the_words_of_the_message(failures):
     assert not wrong, (len(wrong), wrong[:10])
 
 
+#: 2025-06-01T11:59:58Z, the same with the .123456 fraction, and 2024-12-07T11:59:58Z: a December
+#: header without a year read in June is last December's.
+T0, T123, DEC = 1_748_779_198_000, 1_748_779_198_123, 1_733_572_798_000
+#: The wall-clock time in each envelope's own header (dmesg brackets count from boot: none).
+HEADER_MS = {
+    "dmesg -T": T0, "dmesg -T de": DEC, "dmesg -x iso": T123, "rfc3164 kernel": T0, "rfc3164 prog[pid]": T0,
+    "rfc5424": T123, "rfc5424 bom": T123, "journald short-iso": T0, "journald short-iso-precise": T123,
+    "journald short-precise": T123, "journald de": DEC, "journald fr": DEC, "journald es": DEC,
+    "rsyslog escapes": T0, "cri-o / containerd line": T123, "cri line in fluent-bit tail": T123,
+    "kubectl logs --timestamps": T123, "nul run before the line": T0,
+}  # fmt: skip
+#: Records without a time field of their own (journalctl's __REALTIME_TIMESTAMP is not read).
+NO_TIME_FIELD = {"journalctl -o json", "journalctl -o json bytes"}
+
+
+def test_the_envelopes_wall_clock_dates_the_line_in_any_locale_and_precision(failures):
+    """The header's time, else the record's time field, else the Kafka timestamp; a user's header
+    (applog) dates nothing."""
+    wrong = []
+    for rendering in failures:
+        if parse_line_header(bare_message(rendering.row.line), REFERENCE_MS)[0] is not None:
+            continue  # the message carries a time of its own: not the envelope's
+        envelope = rendering.envelope
+        header_ms = None if rendering.row.arrives_on == "applog" else HEADER_MS.get(envelope.name)
+        is_record = envelope.names_host and not envelope.in_header
+        field_ms = T123 if is_record and envelope.name not in NO_TIME_FIELD else None
+        expected = header_ms or field_ms or REFERENCE_MS
+        if [line.time_ms for line in rendering.lines] != [expected]:
+            wrong.append(
+                (rendering.row.id, envelope.name, [line.time_ms for line in rendering.lines], expected)
+            )
+    assert not wrong, (len(wrong), wrong[:10])
+
+
 def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     """No envelope adds evidence to a healthy line; the few healthy lines that show a symptom bare
     (boot banners: docs/accuracy.md) show the same one in every envelope."""
