@@ -92,7 +92,8 @@ def test_every_path_to_the_san_volume_lost_is_the_storage_infrastructure_not_the
 def test_one_failed_path_with_others_left_is_an_echo_that_blames_nobody(engine):
     story = [
         *lines(SAN_LOST[1:2], "gpu002", 90),
-        *lines(("multipathd[4554]: mpatha: remaining active paths: 1",), "gpu002", 91, "syslog"),
+        *lines(("multipathd[4554]: mpatha: sdc - tur checker reports path is down",), "gpu002", 91, "syslog"),
+        *lines(("multipathd[4554]: mpatha: remaining active paths: 1",), "gpu002", 91.5, "syslog"),
     ]
     verdict = verdict_of(engine, story, "7103")
     # the lines do not say whether the HBA, the cable, the switch or the array port failed
