@@ -156,10 +156,12 @@ def _from_causes(base: Decision, considered: list[JudgedGroup], weak: bool) -> D
         base.sub_domain, base.uncertainty = Domain.AMBIGUOUS, "competing_domains"
         return base
     base.sub_domain = domains[0]
-    if len(blamed_nodes(considered)) > 1:
-        base.uncertainty = "multiple_nodes"
-    elif weak:
+    # weak first: weak causes on several nodes are no stronger for being many, and a remediation
+    # consumer acts on `multiple_nodes` (drains every node named), never on `weak_evidence`
+    if weak:
         base.uncertainty = "weak_evidence"
+    elif len(blamed_nodes(considered)) > 1:
+        base.uncertainty = "multiple_nodes"
     return base
 
 
