@@ -202,8 +202,8 @@ def test_a_node_that_stops_responding_ends_node_fail_and_its_echoing_peers_are_n
     closed = "socketProgress: Connection closed by remote peer gpu011<38352>"
     lines = [
         *everywhere_but("gpu011", 1200, nccl("{host}", "misc/socket.cc:49", closed)),
-        line("slurmctld[2201]: error: Nodes gpu011 not responding", "gpu011", 1290, "syslog"),
-        line("slurmctld[2201]: Killing JobId=9104 on failed node gpu011", "gpu011", 1300, "syslog"),
+        line("slurmctld[2201]: error: Nodes gpu011 not responding", "slurmctl01", 1290, "syslog"),
+        line("slurmctld[2201]: Killing JobId=9104 on failed node gpu011", "slurmctl01", 1300, "syslog"),
         line(
             "slurmstepd: error: *** JOB 9104 ON gpu001 CANCELLED AT 2024-05-01T10:21:40 DUE TO NODE FAILURE, "
             "SEE SLURMCTLD LOG FOR DETAILS ***",
@@ -375,8 +375,8 @@ def test_a_critical_temperature_shutdown_of_one_node_is_hardware_there_and_the_n
         ),
         line("critical temperature reached (105 C), shutting down", "gpu006", 1530, "dmesg"),
         *everywhere_but("gpu006", 1531, nccl("{host}", "misc/socket.cc:49", closed)),
-        line("slurmctld[2201]: error: Nodes gpu006 not responding", "gpu006", 1620, "syslog"),
-        line("slurmctld[2201]: Killing JobId=9111 on failed node gpu006", "gpu006", 1630, "syslog"),
+        line("slurmctld[2201]: error: Nodes gpu006 not responding", "slurmctl01", 1620, "syslog"),
+        line("slurmctld[2201]: Killing JobId=9111 on failed node gpu006", "slurmctl01", 1630, "syslog"),
     ]
     verdict = verdict_of(engine, lines, [start("9111"), end("9111", 1631, "NODE_FAIL")])
     assert outcome(verdict) == ("fail", "hardware", ["gpu006"])
@@ -561,3 +561,144 @@ def test_a_host_oom_kill_on_one_node_is_the_users_and_the_hung_survivors_are_its
     assert outcome(verdict) == ("fail", "user", [])
     assert verdict.root_symptom.node == "gpu008"
     assert roles(verdict)["nccl_collective_timeout"] == "downstream"
+
+
+def test_a_gpu_crash_that_leaves_the_job_hanging_until_its_walltime_is_no_user_timeout(engine):
+    """BLOOM-176B chronicles, 2022-04: 'Sometimes the training gets stuck despite a crashing process and it
+    won't quit' (before NCCL_ASYNC_ERROR_HANDLING=1): one rank dies on a CUDA error, nobody times out, and
+    Slurm kills the job at its time limit hours later.
+    https://github.com/bigscience-workshop/bigscience/blob/master/train/tr11-176B-ml/chronicles.md
+    """
+    kill = "slurmstepd: error: *** JOB 9119 ON gpu001 CANCELLED AT 2024-05-01T16:00:00 DUE TO TIME LIMIT ***"
+    lines = [
+        *progress(3000),
+        line("[default3]:terminate called after throwing an instance of 'c10::CUDAError'", "gpu013", 3100),
+        line("[default3]:  what():  CUDA error: unknown error", "gpu013", 3100),
+        line(kill, "gpu001", 21600),
+    ]
+    verdict = verdict_of(engine, lines, [start("9119"), end("9119", 21605, "TIMEOUT")])
+    terminal, domain, nodes = outcome(verdict)
+    assert terminal == "timeout"
+    assert domain != "user"
+    assert set(nodes) <= {"gpu013"}
+    assert verdict.root_symptom is not None and verdict.root_symptom.node == "gpu013"
+
+
+def test_a_straggler_that_only_slows_the_run_and_the_owners_stop_is_the_users_cancel(engine):
+    """BLOOM-176B chronicles, 2022-04-28 'sudden 5% drop in throughput': one slow GPU took the run from 149
+    to 140 TFLOPs with no error anywhere; the owner stopped the job to bisect the nodes. Nothing in the logs
+    names the slow node, so no node may be blamed.
+    https://github.com/bigscience-workshop/bigscience/blob/master/train/tr11-176B-ml/chronicles.md
+    """
+    slow = [
+        line(
+            f"[default7]: iteration {42780 + k:>8}/ 115311 | "
+            f"elapsed time per iteration (s): {105.2 + k * 1.5:.2f} | "
+            f"lm loss: 2.117073E+00 | grad norm: 0.150 | TFLOPs: {149.1 - k * 2:.2f} |",
+            "gpu001",
+            k * 110,
+        )
+        for k in range(1, 6)
+    ]
+    kill = "slurmstepd: error: *** JOB 9120 ON gpu001 CANCELLED AT 2024-05-01T10:12:00 ***"
+    lines = [*slow, line(kill, "gpu001", 720)]
+    verdict = verdict_of(engine, lines, [start("9120"), end("9120", 725, "CANCELLED")])
+    assert outcome(verdict) == ("cancel", "user", [])
+
+
+def test_a_kubernetes_node_that_goes_not_ready_mid_run_is_infrastructure_on_that_node(engine):
+    """kubeflow/trainer#2185: 'failed K8s nodes leave jobs hanging' on GPU instance / node failures; the node
+    controller marks the node NotReady, the taint manager evicts the worker pod, the other workers' NCCL
+    watchdogs fire and the PyTorchJob fails.
+    https://github.com/kubeflow/trainer/issues/2185
+    """
+    nodes = ("gpu-node-5", "gpu-node-6", "gpu-node-7", "gpu-node-8")
+    not_ready = (
+        "k8s reason=NodeNotReady kind=Node object=gpu-node-7 node=gpu-node-7 "
+        "message=Node gpu-node-7 status is now: NodeNotReady"
+    )
+    taint = (
+        "k8s reason=TaintManagerEviction kind=Pod object=ml/llm-worker-2 node=gpu-node-7 "
+        "message=Marking for deletion Pod ml/llm-worker-2"
+    )
+    lines = [
+        line(not_ready, "gpu-node-7", 1000, "k8s"),
+        line(taint, "gpu-node-7", 1300, "k8s"),
+        *everywhere_but("gpu-node-7", 1600, WATCHDOG_NEW, nodes),
+    ]
+    events = [start("k8s:ml/llm2", nodes), end("k8s:ml/llm2", 1630, "FAILED", nodes)]
+    verdict = verdict_of(engine, lines, events)
+    assert outcome(verdict) == ("fail", "infrastructure", ["gpu-node-7"])
+    assert roles(verdict)["nccl_collective_timeout"] == "downstream"
+
+
+def test_the_device_plugins_xid79_on_one_kubernetes_node_blames_that_node(engine):
+    """NVIDIA/k8s-device-plugin#189: the plugin logs 'XidCriticalError: Xid=.. on Device=GPU-.., the device
+    will go unhealthy.' and marks the GPU unhealthy (the issue shows Xid=69; here the same template with
+    Xid 79, a GPU fallen off the bus); the PyTorchJob's other workers lose their peer.
+    https://github.com/NVIDIA/k8s-device-plugin/issues/189
+    """
+    nodes = ("gpu-node-1", "gpu-node-2", "gpu-node-3")
+    gpu = "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8"
+    lines = [
+        line(
+            f"2020/08/10 19:09:42 XidCriticalError: Xid=79 on Device={gpu}, the device will go unhealthy.",
+            "gpu-node-2",
+            400,
+        ),
+        line(f"2020/08/10 19:09:42 'nvidia.com/gpu' device marked unhealthy: {gpu}", "gpu-node-2", 400),
+        *everywhere_but("gpu-node-2", 402, REMOTE_ERROR, nodes),
+    ]
+    events = [start("k8s:ml/llm3", nodes), end("k8s:ml/llm3", 440, "FAILED", nodes)]
+    verdict = verdict_of(engine, lines, events)
+    assert outcome(verdict) == ("fail", "hardware", ["gpu-node-2"])
+
+
+def test_an_operators_cancel_for_unplanned_host_maintenance_is_infrastructure_and_its_teardown_no_cause(engine):
+    """Llama 3 paper, Table 5: 'Unplanned Host Maintenance' caused 7.6 % of the interruptions; root cancels
+    the job (slurmctld logs the uid), every rank's NCCL connections close and the GPUs log Xid 45 as the
+    processes are killed.
+    https://arxiv.org/abs/2407.21783 (section 3.3.4, Table 5)
+    """
+    closed = "socketProgress: Connection closed by remote peer gpu002<38352>"
+    lines = [
+        *progress(3000),
+        line(
+            "slurmctld[1822]: _slurm_rpc_kill_job: REQUEST_KILL_JOB JobId=9121 uid 0",
+            "slurmctl01",
+            3050,
+            "syslog",
+        ),
+        line(
+            "slurmstepd: error: *** JOB 9121 ON gpu001 CANCELLED AT 2024-05-01T10:50:50 ***", "gpu001", 3050.2
+        ),
+        *everywhere_but("gpu002", 3051, nccl("{host}", "misc/socket.cc:49", closed)),
+        line("NVRM: Xid (PCI:0000:3b:00): 45, pid=88112, name=python, Ch 00000010", "gpu005", 3051.5, "dmesg"),
+    ]
+    events = [start("9121"), end("9121", 3080, "CANCELLED", extra={"user_id": "1001"})]
+    verdict = verdict_of(engine, lines, events)
+    assert outcome(verdict) == ("cancel", "infrastructure", [])
+    assert verdict.cancellation_actor == "uid 0"
+    assert all(element.role != "root" for element in verdict.chain)
+
+
+def test_the_owners_own_scancel_logged_with_their_uid_is_the_users_cancel(engine):
+    """BLOOM-176B chronicles, 2022-04-30: the run hung at eval and 'I manually restarted the training'; the
+    owner's scancel reaches slurmctld with the owner's uid, which the jobcomp record carries as user_id.
+    https://github.com/bigscience-workshop/bigscience/blob/master/train/tr11-176B-ml/chronicles.md
+    """
+    lines = [
+        *progress(1000),
+        line(
+            "slurmctld[1822]: _slurm_rpc_kill_job: REQUEST_KILL_JOB JobId=9122 uid 1001",
+            "slurmctl01",
+            9000,
+            "syslog",
+        ),
+        line(
+            "slurmstepd: error: *** JOB 9122 ON gpu001 CANCELLED AT 2024-05-01T12:30:00 ***", "gpu001", 9000.2
+        ),
+    ]
+    events = [start("9122"), end("9122", 9030, "CANCELLED", extra={"user_id": "1001"})]
+    verdict = verdict_of(engine, lines, events)
+    assert outcome(verdict) == ("cancel", "user", [])
