@@ -89,6 +89,10 @@ def _max_gap_ms(within_s: float | None) -> int:
     return gap
 
 
+#: the scopes that match a target to causes by its node (``nodeless`` applies to these)
+_NODE_SCOPES = ("same_node", "same_entity")
+
+
 def _explainer_key(cause: JudgedGroup) -> tuple[int, int, str, str]:
     return (cause.first_ms, -cause.rule.priority, cause.rule.id, cause.node or "")
 
@@ -135,6 +139,8 @@ class _Explainers:
         is_cause = _Selection(refiner.cause)
         causes = sorted((c for c in items if is_cause(c)), key=_explainer_key)  # stable: ties keep item order
         self.by_scope: dict[object, _Causes] = {}
+        self._all_causes = causes
+        self._job_wide: _Causes | None = None
         if refiner.scope in ("any_node", "other_node"):
             self.by_scope[None] = _Causes(causes, skip_same_node=refiner.scope == "other_node")
         else:
@@ -152,6 +158,12 @@ class _Explainers:
 
     def __call__(self, target: JudgedGroup) -> JudgedGroup | None:
         causes = self.by_scope.get(self._scope_key(target))
+        if target.node is None and self.refiner.nodeless == "any_node" and self.refiner.scope in _NODE_SCOPES:
+            # a symptom of no node (a NODE_FAIL job record that does not name the failed node) has
+            # no node to match: the refiner lets a cause on any node of the run explain it
+            if self._job_wide is None:
+                self._job_wide = _Causes(self._all_causes)
+            causes = self._job_wide
         if causes is None:
             return None
         t, relation = target.first_ms, self.refiner.relation

@@ -198,6 +198,9 @@ class RefinerRule(_Strict):
     relation: Literal["after", "before", "any"] = "after"
     within_s: float | None = None
     scope: Literal["any_node", "same_node", "other_node", "same_entity"] = "any_node"
+    #: a target of no node (a NODE_FAIL job record that does not name the failed node) under a
+    #: same_node / same_entity scope: skipped, or matched against the causes of every node
+    nodeless: Literal["skip", "any_node"] = "skip"
     set_role: RefinedRole
     references: list[str] = Field(default_factory=list)
 

@@ -24,6 +24,8 @@ def _related(refiner: RefinerRule, target: JudgedGroup, cause: JudgedGroup) -> b
         return False
     if refiner.within_s is not None and abs(gap_s) > refiner.within_s:
         return False
+    if target.node is None and refiner.nodeless == "any_node" and refiner.scope in ("same_node", "same_entity"):
+        return True
     if refiner.scope == "same_node":
         return target.node == cause.node
     if refiner.scope == "other_node":

@@ -13,6 +13,7 @@ import pytest
 
 from correlator.engine import AttributionEngine
 from correlator.settings import CorrelatorSettings
+from streams.normalize.synth import job_end_line
 from streams.records import JobEvent, LogLine
 
 T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
@@ -81,7 +82,19 @@ def engine(bundled_ruleset, bundled_matcher):
     return AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
 
 
+def record_line(event: JobEvent) -> LogLine:
+    """The line the Slurm jobcomp normalizer synthesizes beside the job-end event (streams/normalize)."""
+    text = job_end_line(
+        "slurm", event.workload_id or "-", event.state or "-", event.exit_code, event.signal,
+        event.failed_node, event.user, event.actor,
+    )  # fmt: skip
+    return LogLine(text, event.failed_node, event.time_ms, "scheduler", "jobcomp", event.workload_id)
+
+
 def verdict_of(engine, lines: list[LogLine], events: list[JobEvent]):
+    """Feed the story in event-time order, each job end with its synthesized scheduler line, as live."""
+    slurm_ends = [e for e in events if e.kind == "job_end" and not (e.workload_id or "").startswith("k8s:")]
+    lines = [*lines, *map(record_line, slurm_ends)]
     timeline = sorted(
         [(ln.time_ms, 1, ln) for ln in lines] + [(e.time_ms, 0, e) for e in events], key=lambda x: (x[0], x[1])
     )
@@ -362,7 +375,8 @@ def test_a_gpu_fallen_off_the_bus_after_a_fatal_aer_blames_that_node_not_its_ncc
 
 def test_a_critical_temperature_shutdown_of_one_node_is_hardware_there_and_the_node_loss_follows(engine):
     """Llama 3 paper, Table 5: 'GPU thermal interface + sensor' and 'Power supply' interruptions; a node that
-    reaches critical temperature powers off, slurmctld loses it and the job ends NODE_FAIL.
+    reaches critical temperature powers off, slurmctld loses it and the job ends NODE_FAIL; the jobcomp
+    record names no failed node, so its NODE_FAIL line belongs to no node and still follows the fault.
     https://arxiv.org/abs/2407.21783 (section 3.3.4, Table 5)
     """
     closed = "socketProgress: Connection closed by remote peer gpu006<38352>"
