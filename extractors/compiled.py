@@ -10,8 +10,9 @@ reports every line a rule matches — which is what the tests check.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from extractors.hostlist import expand_hostlist
 from extractors.loader import RuleError, RuleProblem, Ruleset
 from extractors.rule_model import SymptomRule
 from extractors.symptom import LineLike, Symptom
@@ -22,6 +23,10 @@ __all__ = ["CONFIRM_CHARS", "CompiledRule", "compile_rules", "job_reference"]
 #: message that starts past this point in a giant line is not recognized (tests/extractors
 #: test_regex_safety.py times every pattern on hostile lines of this length).
 CONFIRM_CHARS = 8192
+
+#: At most this many nodes from one captured node list (``Nodes gpu[001-064] not responding``): a
+#: line is one event, and a larger list is a switch or a partition, which the runs' own lines show.
+MAX_NODES_PER_LINE = 256
 
 #: Sources of the lines synthesized from the scheduler topic: what they name is the scheduler's
 #: word, never a claim (correlator/claims.py).
@@ -65,6 +70,15 @@ class CompiledRule:
                 return {k: v for k, v in found.groupdict().items() if v is not None}
         return None
 
+    def symptoms(self, line: LineLike, captures: dict[str, str]) -> list[Symptom]:
+        """The symptom of this match, once per node when the node capture is a Slurm node list
+        (slurmctld prints ``Nodes gpu[010-011] not responding`` for several nodes at once)."""
+        symptom = self.symptom(line, captures)
+        nodes = _node_list(captures.get(self.rule.node_capture) if self.rule.node_capture else None)
+        if len(nodes) < 2:
+            return [replace(symptom, node=nodes[0])] if nodes else [symptom]
+        return [replace(symptom, node=node) for node in nodes]
+
     def symptom(self, line: LineLike, captures: dict[str, str]) -> Symptom:
         rule = self.rule
         node = captures.get(rule.node_capture) if rule.node_capture else None
@@ -93,6 +107,18 @@ class CompiledRule:
             entity=tuple(captures.get(name, "") for name in rule.entity),
             claimed_from=claimed_from,
         )
+
+
+def _node_list(captured: str | None) -> list[str]:
+    """The nodes a captured node list names, if it is one (brackets or commas); empty otherwise,
+    and for a malformed or oversized list (the captured text then stays the node, as before)."""
+    if not captured or not ("[" in captured or "," in captured):
+        return []
+    try:
+        nodes = expand_hostlist(captured)
+    except ValueError:
+        return []
+    return nodes if len(nodes) <= MAX_NODES_PER_LINE else []
 
 
 def re_flags(rule: SymptomRule) -> int:

@@ -89,7 +89,7 @@ class HyperscanMatcher:
                 continue
             captures = compiled.confirm(line.text, hits[line_index, rule_index])
             if captures is not None:
-                found.append((line_index, compiled.symptom(line, captures)))
+                found.extend((line_index, symptom) for symptom in compiled.symptoms(line, captures))
         return found
 
     def extract_batch(self, lines: Sequence[LineLike]) -> list[Symptom]:
@@ -110,7 +110,7 @@ class ReferenceMatcher:
                     continue
                 captures = compiled.confirm(line.text)
                 if captures is not None:
-                    found.append((line_index, compiled.symptom(line, captures)))
+                    found.extend((line_index, symptom) for symptom in compiled.symptoms(line, captures))
         return found
 
     def extract_batch(self, lines: Sequence[LineLike]) -> list[Symptom]:

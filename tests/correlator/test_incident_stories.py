@@ -716,3 +716,22 @@ def test_the_owners_own_scancel_logged_with_their_uid_is_the_users_cancel(engine
     events = [start("9122"), end("9122", 9030, "CANCELLED", extra={"user_id": "1001"})]
     verdict = verdict_of(engine, lines, events)
     assert outcome(verdict) == ("cancel", "user", [])
+
+
+def test_a_power_event_that_takes_two_nodes_down_names_both_from_slurmctlds_hostlist(engine):
+    """ArjunaCluster/ArjunaUsers#106 'PSC Power Issues': a power problem took nodes down under running
+    jobs. slurmctld reports several nodes in one line as a hostlist ('Nodes gpu[010-011] not
+    responding, setting DOWN'); the job ends NODE_FAIL and its other ranks only lose their peers.
+    https://github.com/ArjunaCluster/ArjunaUsers/issues/106
+    """
+    closed = "socketProgress: Connection closed by remote peer gpu010<38352>"
+    survivors = tuple(n for n in NODES if n not in ("gpu010", "gpu011"))
+    lines = [
+        *[line(nccl(n, "misc/socket.cc:49", closed), n, 2000 + k * 0.05) for k, n in enumerate(survivors)],
+        line("slurmctld[2201]: error: Nodes gpu[010-011] not responding, setting DOWN", "slurmctl01", 2090,
+             "syslog"),
+    ]  # fmt: skip
+    verdict = verdict_of(engine, lines, [start("9123"), end("9123", 2100, "NODE_FAIL")])
+    assert outcome(verdict) == ("fail", "infrastructure", ["gpu010", "gpu011"])
+    assert verdict.uncertainty_type == "multiple_nodes"
+    assert roles(verdict)["nccl_remote_peer_lost"] == "downstream"
