@@ -1,4 +1,8 @@
-"""The soak (scripts/soak.py) in small: half a minute of mixed load with one correlator kill -9."""
+"""The soak (scripts/soak.py) in small: two minutes of mixed load with a correlator kill -9 every 40 s.
+
+Shorter variants (half a minute with one kill, a minute with two) passed without the placement clock
+too, so they could not catch the loss of node evidence it fixed; this one did (docs/reliability.md).
+"""
 
 from __future__ import annotations
 
@@ -26,23 +30,26 @@ STORIES = (
 )
 
 
-def test_a_minute_of_mixed_load_with_a_correlator_killed_loses_no_verdict_and_changes_none(services, tmp_path):
+def test_two_minutes_of_mixed_load_with_a_correlator_killed_every_40_s_loses_no_verdict_and_changes_none(
+    services, tmp_path
+):
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": services.kafka, "PYTHONPATH": str(REPO)}
     command = [
         sys.executable, "-m", "scripts.soak",
-        "--rate", str(RATE), "--minutes", "0.5", "--segment-s", "4", "--stories", ",".join(STORIES),
-        "--storm-every-s", "12", "--storm-nodes", "150", "--storm-lines", "2000",
-        "--faults", "kill-correlator", "--first-fault-s", "10", "--fault-every-s", "1000",
-        "--sample-s", "2", "--drain-s", "120",
+        "--rate", str(RATE), "--minutes", "2", "--segment-s", "4", "--stories", ",".join(STORIES),
+        "--storm-every-s", "20", "--storm-nodes", "150", "--storm-lines", "2000",
+        "--faults", "kill-correlator", "--first-fault-s", "20", "--fault-every-s", "40",
+        "--sample-s", "2", "--drain-s", "180",
         "--out", str(tmp_path), "--name", "ci",
     ]  # fmt: skip
-    finished = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     summary = orjson.loads((tmp_path / "ci.json").read_bytes())["summary"]
 
     assert [label for _, label in summary["faults"]][1:3] == ["kill -9 correlator", "correlator restarted"]
+    assert [label for _, label in summary["faults"]].count("kill -9 correlator") >= 2, finished.stdout
     assert summary["storm_jobs"] >= 1 and summary["redis"]["expected"] >= 5, finished.stdout
-    assert summary["dead_letters"] == summary["dead_letters_expected"] == 3
+    assert summary["dead_letters"] == summary["dead_letters_expected"] >= 3  # three per dead-letter story
     assert (tmp_path / "ci.svg").read_text().startswith("<svg") and (tmp_path / "ci.csv").stat().st_size
     lost = []
     for where in ("redis", "topic"):
