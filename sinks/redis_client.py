@@ -21,7 +21,10 @@ TRANSIENT_REPLIES = ("BUSY", "LOADING", "MASTERDOWN", "READONLY", "TRYAGAIN", "C
 
 def check_url(url: str) -> None:
     """Raise ``ValueError`` for a URL redis-py cannot use (its own parser, so no drift)."""
-    parse_url(url)
+    options = parse_url(url)
+    tls_only = sorted(name for name in options if name.startswith("ssl_"))
+    if tls_only and "connection_class" not in options:  # redis-py raises a bare TypeError later
+        raise ValueError(f"{', '.join(tls_only)} need(s) a rediss:// URL (TLS); this one is plain")
 
 
 def connect(url: str, *, name: str, socket_timeout: float | None = 10.0) -> Redis:
@@ -30,6 +33,7 @@ def connect(url: str, *, name: str, socket_timeout: float | None = 10.0) -> Redi
     redis-py retries 10 times by default inside every command, which would hide outages from
     our own backoff loop and stretch its deadline, so that is switched off here.
     """
+    check_url(url)
     return Redis.from_url(
         url,
         retry=Retry(NoBackoff(), 0),

@@ -83,6 +83,13 @@ def test_a_malformed_redis_url_is_a_usage_error():
         verdicts_command(["--redis-url", "http://127.0.0.1:6379"])
 
 
+def test_tls_options_on_a_plain_redis_url_are_a_usage_error_naming_them():
+    with pytest.raises(UsageError, match="ssl_ca_certs need") as caught:
+        verdicts_command(["--redis-url", "redis://:secret@127.0.0.1:6379/0?ssl_ca_certs=/etc/ca.pem"])
+
+    assert "rediss://" in str(caught.value) and "secret" not in str(caught.value)
+
+
 def test_faultstream_verdicts_json_through_the_cli(redis_url, prefix, three_verdicts, capsys):
     from streams.cli import main
 
