@@ -21,7 +21,7 @@ from typing import Any
 
 from sinks.redis_keys import VerdictKeys
 
-__all__ = ["FleetEntry", "fleet_entries"]
+__all__ = ["FleetEntry", "fleet_entries", "pair_member", "pair_sides"]
 
 #: [index key, member, set key, roots hash key ("" for pairs), root symptom]: the Lua shape.
 FleetEntry = list[str]
@@ -53,12 +53,13 @@ def _peer_pairs(verdict: dict[str, Any], root: dict[str, Any]) -> list[tuple[str
     pairs = []
     peer = (root.get("captures") or {}).get("peer")
     if peer and root.get("node"):
-        pairs.append(("peer", f"{root['node']}|{_address(peer)}"))
+        pairs.append(("peer", pair_member(root["node"], _address(peer))))
     for element in verdict.get("chain") or []:
         named = _NAMED_PEER.search(element.get("explained_by") or "")
         if named:
             lost = named.group("node")
-            pairs += [("peer", f"{n}|{lost}") for n in element.get("nodes", [])[:MAX_SURVIVORS] if n != lost]
+            survivors = element.get("nodes", [])[:MAX_SURVIVORS]
+            pairs += [("peer", pair_member(n, lost)) for n in survivors if n != lost]
     return pairs
 
 
@@ -70,7 +71,26 @@ def _port_pairs(root: dict[str, Any], switch_ports: dict[str, str]) -> list[tupl
     port = next((captures[c] for c in _PORT_CAPTURES if captures.get(c)), None)
     host_port = f"{root['node']}/{device}:{port}" if port else f"{root['node']}/{device}"
     switch_port = captures.get("switch_port") or switch_ports.get(host_port) or "unknown"
-    return [("port", f"{host_port}|{switch_port}")]
+    return [("port", pair_member(host_port, switch_port))]
+
+
+def pair_member(left: str, right: str) -> str:
+    """One Redis member for a pair: ``left|right`` with ``%`` and ``|`` escaped in each side, so a
+    node name that contains ``|`` cannot make two pairs one (names come from log lines)."""
+    return f"{_escape(str(left))}|{_escape(str(right))}"
+
+
+def pair_sides(member: str) -> tuple[str, str]:
+    left, _, right = member.partition("|")
+    return _unescape(left), _unescape(right)
+
+
+def _escape(side: str) -> str:
+    return side.replace("%", "%25").replace("|", "%7C")
+
+
+def _unescape(side: str) -> str:
+    return side.replace("%7C", "|").replace("%25", "%")
 
 
 def _address(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from sinks.fleet import pair_sides
 from sinks.redis_client import connect
 from sinks.redis_keys import VerdictKeys
 
@@ -68,7 +69,7 @@ async def worst_pairs(url: str, prefix: str, kind: str, top: int, node: str | No
         ranked = await client.zrevrange(keys.fleet_pairs(kind), 0, -1, withscores=True)
         found = []
         for member, _score in ranked:
-            left, _, right = member.decode().partition("|")
+            left, right = pair_sides(member.decode())
             if node is not None and node not in (left.split("/")[0], right):
                 continue
             workloads = await client.zcard(keys.fleet_pair(kind, member.decode()))

@@ -156,3 +156,13 @@ def test_the_cabling_map_is_one_yaml_mapping_and_anything_else_is_refused(tmp_pa
     cabling.write_text("- gpu003\n", encoding="utf-8")
     with pytest.raises(ValueError, match="one mapping of host port: switch port"):
         _switch_ports(cabling)
+
+
+def test_a_node_name_with_a_bar_cannot_merge_two_peer_pairs():
+    from sinks.fleet import pair_member, pair_sides
+
+    one, other = pair_member("a|b", "c"), pair_member("a", "b|c")
+    assert one != other
+    assert (pair_sides(one), pair_sides(other)) == (("a|b", "c"), ("a", "b|c"))
+    assert pair_sides(pair_member("gpu%7C1", "gpu002")) == ("gpu%7C1", "gpu002")  # escapes survive too
+    assert pair_member("gpu001", "gpu007") == "gpu001|gpu007"  # plain names keep the stored form
