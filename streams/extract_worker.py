@@ -32,6 +32,7 @@ from streams.gc_policy import relax_for_batches
 from streams.lag_probe import LagProbe
 from streams.prefilter import pick_batch
 from streams.records import DeadLetter, JobEvent
+from streams.resume_points import ResumePoints
 from streams.settings import Settings
 from streams.topics import Topics, partition_for
 from streams.watermarks import InputWatermarks
@@ -99,6 +100,7 @@ class ExtractorWorker:
         self._stopping = asyncio.Event()
         self._in_flight: asyncio.Task[None] | None = None  # the batch being delivered
         self._delivered: dict[TopicPartition, int] = {}  # the input offsets its transaction committed
+        self.resume: ResumePoints[TopicPartition] = ResumePoints()  # how far own commits took each input
         self.assignments = 0  # partition assignments so far: a batch fetched before one is stale
 
     def stop(self) -> None:
@@ -154,6 +156,7 @@ class ExtractorWorker:
                 fetched = await consumer.getmany(
                     timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
                 )
+                fetched = self._unseen(fetched)
                 records = [r for batch in fetched.values() for r in batch]
                 await self._read_up_to_ends(consumer)  # before the watermark may move
                 if not records:
@@ -169,7 +172,7 @@ class ExtractorWorker:
                     # a rebalance came in between: every assigned partition restarts from its
                     # committed offset, this batch included, so delivering it would count it twice
                     log.info("batch of %d records fetched across a rebalance dropped", len(records))
-                    _rewind(consumer, fetched)
+                    _rewind(consumer, fetched, self.resume)
                     self.inputs.assign(consumer.assignment(), _wall_ms())  # it saw what is read again
                     continue
                 self._in_flight = asyncio.ensure_future(self._deliver(producer, outputs, offsets))
@@ -191,7 +194,31 @@ class ExtractorWorker:
             if offsets:  # none when only a watermark is announced
                 await producer.send_offsets_to_transaction(offsets, self.group_id)
         self._delivered = offsets
+        self.resume.committed(offsets)
         self.inputs.deliver(outputs.latest)
+
+    def _unseen(self, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> dict[TopicPartition, list]:
+        kept = self.resume.unseen(fetched)
+        dropped = sum(map(len, fetched.values())) - sum(map(len, kept.values()))
+        if dropped:  # read from a stale committed offset: this process committed them already
+            log.warning("%d records already sent in a committed transaction dropped", dropped)
+        return kept
+
+    async def resume_from_own_commits(self, consumer: AIOKafkaConsumer, assigned: Any) -> None:
+        """Seek each assigned partition whose group offset is behind this process's own last commit
+        to that commit (streams/resume_points.py): the group may not show the offsets yet."""
+        for tp in assigned:
+            if self.resume.own(tp) is None:
+                continue
+            try:
+                group_offset = await consumer.committed(tp)
+            except KafkaError as error:  # the dropping of records below the commit still holds
+                log.warning("committed offset of %s not known: %r", tp, error)
+                continue
+            target = self.resume.seek_to(tp, group_offset)
+            if target is not None:
+                log.warning("%s: group offset %s behind own commit, from %d", tp, group_offset, target)
+                consumer.seek(tp, target)
 
     async def _read_up_to_ends(self, consumer: AIOKafkaConsumer) -> None:
         """Tell the watermark how far the consumer has read each partition silent for the idle time:
@@ -356,10 +383,11 @@ class _Rebalances(ConsumerRebalanceListener):
     async def on_partitions_revoked(self, revoked: Any) -> None:
         await self.worker.settle(self.consumer)
 
-    def on_partitions_assigned(self, assigned: Any) -> None:
+    async def on_partitions_assigned(self, assigned: Any) -> None:
         self.worker.assignments += 1
         self.worker.inputs.assign(assigned, _wall_ms())
         metrics.count_rebalance("extractor")
+        await self.worker.resume_from_own_commits(self.consumer, assigned)
 
 
 def _wall_ms() -> int:
@@ -376,13 +404,17 @@ def _known_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
     return end if end is not None and end >= 0 else None
 
 
-def _rewind(consumer: AIOKafkaConsumer, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+def _rewind(
+    consumer: AIOKafkaConsumer,
+    fetched: dict[TopicPartition, list[ConsumerRecord]],
+    resume: ResumePoints[TopicPartition],
+) -> None:
     """Read a dropped batch again: its partitions still assigned go back to its first offsets (a
     rebalance has set them there already, unless the batch was fetched after it)."""
     assigned = consumer.assignment()
     for tp, batch in fetched.items():
         if batch and tp in assigned:
-            consumer.seek(tp, batch[0].offset)
+            consumer.seek(tp, max(batch[0].offset, resume.own(tp) or 0))  # never below its own commit
 
 
 def _dead_value(dead: DeadLetter) -> bytes:
