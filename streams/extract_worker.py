@@ -156,7 +156,7 @@ class ExtractorWorker:
                 fetched = await consumer.getmany(
                     timeout_ms=self.settings.batch_timeout_ms, max_records=self.settings.batch_max_records
                 )
-                fetched = self._unseen(fetched)
+                fetched = self._unseen(consumer, fetched)
                 records = [r for batch in fetched.values() for r in batch]
                 await self._read_up_to_ends(consumer)  # before the watermark may move
                 if not records:
@@ -197,28 +197,24 @@ class ExtractorWorker:
         self.resume.committed(offsets)
         self.inputs.deliver(outputs.latest)
 
-    def _unseen(self, fetched: dict[TopicPartition, list[ConsumerRecord]]) -> dict[TopicPartition, list]:
+    def _unseen(
+        self, consumer: AIOKafkaConsumer, fetched: dict[TopicPartition, list[ConsumerRecord]]
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """The fetched records not yet sent in a committed transaction (streams/resume_points.py):
+        after a rejoin the group can answer with offsets from before the last one, or none."""
         kept = self.resume.unseen(fetched)
         dropped = sum(map(len, fetched.values())) - sum(map(len, kept.values()))
-        if dropped:  # read from a stale committed offset: this process committed them already
-            log.warning("%d records already sent in a committed transaction dropped", dropped)
+        if dropped:
+            skips = self.resume.skip_to(fetched)
+            for tp, offset in skips.items():  # its buffered records go too (aiokafka's seek)
+                consumer.seek(tp, offset)
+            log.warning(
+                "%d records already sent in a committed transaction dropped (read from a stale group "
+                "offset); %d partitions skip ahead to this extractor's commit",
+                dropped,
+                len(skips),
+            )
         return kept
-
-    async def resume_from_own_commits(self, consumer: AIOKafkaConsumer, assigned: Any) -> None:
-        """Seek each assigned partition whose group offset is behind this process's own last commit
-        to that commit (streams/resume_points.py): the group may not show the offsets yet."""
-        for tp in assigned:
-            if self.resume.own(tp) is None:
-                continue
-            try:
-                group_offset = await consumer.committed(tp)
-            except KafkaError as error:  # the dropping of records below the commit still holds
-                log.warning("committed offset of %s not known: %r", tp, error)
-                continue
-            target = self.resume.seek_to(tp, group_offset)
-            if target is not None:
-                log.warning("%s: group offset %s behind own commit, from %d", tp, group_offset, target)
-                consumer.seek(tp, target)
 
     async def _read_up_to_ends(self, consumer: AIOKafkaConsumer) -> None:
         """Tell the watermark how far the consumer has read each partition silent for the idle time:
@@ -383,11 +379,10 @@ class _Rebalances(ConsumerRebalanceListener):
     async def on_partitions_revoked(self, revoked: Any) -> None:
         await self.worker.settle(self.consumer)
 
-    async def on_partitions_assigned(self, assigned: Any) -> None:
+    def on_partitions_assigned(self, assigned: Any) -> None:
         self.worker.assignments += 1
         self.worker.inputs.assign(assigned, _wall_ms())
         metrics.count_rebalance("extractor")
-        await self.worker.resume_from_own_commits(self.consumer, assigned)
 
 
 def _wall_ms() -> int:

@@ -5,8 +5,9 @@ aiokafka reads a group's committed offsets with OffsetFetch v<=3, without KIP-44
 ``__consumer_offsets`` too, after EndTxn has returned; so an extractor that rejoins its group right
 after a commit (a broker that froze expired its session) can be told the offsets from before that
 transaction and would read and send its batch again. The extractor remembers the next offset of
-every partition its own committed transactions covered and never reads below it: on an assignment
-it seeks to the larger of that and the group's offset, and a record below it is dropped. A fresh
+every partition its own committed transactions covered and never sends a record below it again: such
+a record is dropped, and a partition that read only such records seeks to the commit. (Seeking in
+the assignment callback raced aiokafka's own committed-offset refresh, which may be staler.) A fresh
 process remembers nothing; it needs none of this, since its producer's InitProducerId (same
 transactional id) returns only once the previous transaction is complete, markers written.
 """
@@ -39,14 +40,15 @@ class ResumePoints(Generic[P]):
     def own(self, partition: P) -> int | None:
         return self._next.get(partition)
 
-    def seek_to(self, partition: P, group_offset: int | None) -> int | None:
-        """Where to resume a just-assigned partition, given the group's committed offset (None: none
-        known), or None to leave it where the consumer puts it: the group's offset is the right one
-        unless it is behind this process's own last commit (its markers not yet applied)."""
-        own = self._next.get(partition)
-        if own is None or (group_offset is not None and group_offset >= own):
-            return None
-        return own
+    def skip_to(self, fetched: Mapping[P, list[R]]) -> dict[P, int]:
+        """Where to seek the partitions whose fetched records all lie below this process's own last
+        commit (the consumer resumed from a stale group offset): to the commit, instead of reading
+        the rest of what was sent already. A partition with a record at or past it reads on."""
+        return {
+            partition: self._next[partition]
+            for partition, records in fetched.items()
+            if records and partition in self._next and records[-1].offset < self._next[partition]
+        }
 
     def unseen(self, fetched: Mapping[P, list[R]]) -> dict[P, list[R]]:
         """The fetched records not yet in a committed transaction of this process: one below its

@@ -25,23 +25,26 @@ def _after(**commits: dict[tuple[str, int], int]) -> ResumePoints:
     return points
 
 
-def test_a_fresh_extractor_resumes_where_the_group_says():
+def test_a_fresh_extractor_drops_nothing_and_skips_nothing():
     points: ResumePoints = ResumePoints()
-    assert points.seek_to(SYSLOG0, 40) is None
-    assert points.seek_to(SYSLOG0, None) is None
+    fetched = {SYSLOG0: [Record(0), Record(1)]}
+    assert points.unseen(fetched) == fetched
+    assert points.skip_to(fetched) == {}
 
 
-def test_a_group_offset_from_before_the_last_commit_is_passed_over_for_the_commit():
+def test_a_partition_read_again_from_a_stale_group_offset_skips_to_the_last_commit():
+    # the group answered with the offsets from before the second transaction (or with none)
     points = _after(first={SYSLOG0: 100, SYSLOG1: 7}, second={SYSLOG0: 250})
-    assert points.seek_to(SYSLOG0, 100) == 250  # the second transaction's markers not yet applied
-    assert points.seek_to(SYSLOG1, None) == 7  # the group knows no offset yet: ours stands
+    fetched = {SYSLOG0: [Record(100), Record(101)], SYSLOG1: [Record(0), Record(1)]}
+    assert points.unseen(fetched) == {}
+    assert points.skip_to(fetched) == {SYSLOG0: 250, SYSLOG1: 7}
 
 
-def test_a_group_offset_at_or_past_the_commit_stands():
+def test_a_partition_that_reached_the_commit_reads_on_without_a_seek():
     points = _after(first={SYSLOG0: 250})
-    assert points.seek_to(SYSLOG0, 250) is None
-    # the partition was another extractor's meanwhile, which read on: its offset is the right one
-    assert points.seek_to(SYSLOG0, 900) is None
+    fetched = {SYSLOG0: [Record(249), Record(250), Record(251)]}
+    assert points.unseen(fetched) == {SYSLOG0: [Record(250), Record(251)]}
+    assert points.skip_to(fetched) == {}  # a seek back to 250 would read 250 and 251 twice
 
 
 def test_commits_only_move_a_partition_forward():
