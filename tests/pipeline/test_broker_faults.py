@@ -67,11 +67,6 @@ def test_a_broker_restart_mid_run_loses_no_verdict_and_never_reuses_a_revision(k
     assert all(worker.poll() is None for worker in workers), pipeline.logs()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: after a freeze the transactional extractor sometimes applies a batch twice "
-    "(2 of 9 runs; docs/reliability.md, Open); no verdict is lost, counts can differ",
-)
 def test_a_broker_frozen_for_eighteen_seconds_delays_verdicts_but_loses_none(kafka, on_private_kafka):
     pipeline = on_private_kafka
     expected = expected_verdicts(ALL_RECORDINGS, pipeline.grace_s)
