@@ -8,8 +8,11 @@ Per node count it prints: how long publishing took; the extractor's rate from it
 to the last; the latency from the moment the extractor had committed every record (the job's end
 included) to the verdict in Redis (target ≤ grace + 1 s at 1,250 nodes, ≤ 10 s at 12,500); the
 correlator's peak RSS (target < 1 GB at 12,500 nodes); whether the verdict is right and equal to
-the backtest's. Kafka and Redis come from ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL``
-(``eval "$(bash scripts/services.sh start)"``). Each run has its own namespace, deleted after.
+the backtest's. After the job's end the recording carries ``--after-s`` (30) seconds of the
+cluster's healthy lines, as a live cluster goes on logging; with 0 the event time stops at the end
+and the verdict waits for the input partitions to count as idle. Kafka and Redis come from
+``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL`` (``eval "$(bash scripts/services.sh start)"``). Each
+run has its own namespace, deleted after.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 from correlator.settings import CorrelatorSettings
 from extractors.loader import load_ruleset
 from scripts.bench.kafka_load import REPO, GroupProgress, Worker, delete_namespace_topics
-from scripts.bench.workload import STORM_JOB, storm_xid_node, write_storm_recording
+from scripts.bench.workload import AFTER_PER_SECOND, STORM_JOB, storm_xid_node, write_storm_recording
 from sinks.redis_reader import recent_verdicts
 from streams.backtest import backtest, latest_revisions
 from streams.settings import load_settings
@@ -70,11 +73,12 @@ async def _wait_verdict(
     return None
 
 
-def run_one(nodes: int, count: int, grace_s: float, workdir: Path) -> None:
+def run_one(nodes: int, count: int, grace_s: float, workdir: Path, after_s: int = 30) -> None:
     namespace = f"storm{secrets.token_hex(3)}."
     settings = load_settings(namespace=namespace)
     recording = workdir / f"storm-{nodes}.jsonl"
-    write_storm_recording(recording, nodes, count)
+    write_storm_recording(recording, nodes, count, after_s=after_s)
+    records = count + 1 + after_s * AFTER_PER_SECOND  # the lines, the job end, the lines after it
     windows = CorrelatorSettings(grace_s=grace_s, tail_s=grace_s)
     [expected] = latest_revisions(backtest(recording, load_ruleset(), windows, workers=1).verdicts)
     env = {**os.environ, **_env(namespace, grace_s), "PYTHONPATH": str(REPO)}
@@ -99,7 +103,7 @@ def run_one(nodes: int, count: int, grace_s: float, workdir: Path) -> None:
         async def measure() -> tuple[float, float, dict, float | None]:
             ingest = list(settings.ingest_topics())
             async with GroupProgress(settings, f"{namespace}faultstream-extractor", ingest) as progress:
-                span = await progress.wait_for(count + 1, extractor.check_alive, poll_s=0.05)
+                span = await progress.wait_for(records, extractor.check_alive, poll_s=0.05)
             consumed = time.monotonic()
             first = await _wait_verdict(settings.redis_url, namespace, correlator, lambda v: True)
             if first is None:
@@ -118,7 +122,8 @@ def run_one(nodes: int, count: int, grace_s: float, workdir: Path) -> None:
         revised = "" if same(verdict) else f"; a later revision equal to backtest after {settled_s}"
         print(
             f"{nodes:>7,} nodes {count:>10,} lines | load {loaded:6.1f} s | extractor {rate:>9,.0f} lines/s | "
-            f"consumed → verdict {latency:5.2f} s (grace {grace_s:g} s) | correlator peak RSS {rss:6.0f} MB | "
+            f"consumed → verdict {latency:5.2f} s (grace {grace_s:g} s, {after_s} s after) | "
+            f"correlator peak RSS {rss:6.0f} MB | "
             f"first verdict right: {right}, equal to backtest: {same(verdict)}{revised}",
             flush=True,
         )
@@ -134,11 +139,14 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--grace", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--after-s", type=int, default=30, help="seconds of the cluster's lines after the job's end (0: none)"
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="storm-live-"))
     for _ in range(args.runs):
         for nodes in (int(n) for n in args.nodes.split(",")):
-            run_one(nodes, args.lines, args.grace, workdir)
+            run_one(nodes, args.lines, args.grace, workdir, args.after_s)
 
 
 if __name__ == "__main__":

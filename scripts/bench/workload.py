@@ -127,13 +127,19 @@ def storm_xid_node(nodes: int) -> str:
 
 
 def storm_records(
-    nodes: int, count: int, t0_ms: int = 1_714_557_600_000, seed: int = 7, storm_share: float = 0.1
+    nodes: int,
+    count: int,
+    t0_ms: int = 1_714_557_600_000,
+    seed: int = 7,
+    storm_share: float = 0.1,
+    after_s: int = 0,
 ) -> Iterator[dict]:
     """One job on ``nodes`` nodes (8 GPUs each), ``count`` log lines, in time order: healthy
     training and system lines for nine tenths of the run, then one node's Xid 79, then an NCCL
     "Connection closed by remote peer <that node>" storm from every node for the last tenth,
-    then the job's end (Slurm jobcomp, FAILED). The right verdict: hardware, the Xid node,
-    root gpu_fallen_off_bus."""
+    then the job's end (Slurm jobcomp, FAILED), then ``after_s`` seconds of the cluster's
+    healthy lines (:func:`after_the_end`). The right verdict: hardware, the Xid node, root
+    gpu_fallen_off_bus."""
     hosts = storm_hosts(nodes)
     xid_node = storm_xid_node(nodes)
     storm = max(int(count * storm_share), nodes)  # every node takes part in the storm
@@ -152,15 +158,36 @@ def storm_records(
         index += 1
     end_ms = t0_ms + int(index * step) + 1_000
     yield jobcomp_record(STORM_JOB, t0_ms, end_ms, f"gpu[00000-{nodes - 1:05d}]")
+    yield from after_the_end(hosts, end_ms, after_s)
+
+
+AFTER_PER_SECOND = 64
+
+
+def after_the_end(
+    hosts: list[str], end_ms: int, seconds: int, per_second: int = AFTER_PER_SECOND
+) -> Iterator[dict]:
+    """The cluster goes on logging after the job's end, as a live one does: ``per_second`` healthy
+    lines a second (hosts and sources in turn, so every ingest partition hears them) for
+    ``seconds``. Without them the event time stops at the job's end, and a live verdict can only
+    come once the input partitions count as idle (``idle_partition_s``)."""
+    sources = ("applog", "syslog", "dmesg")
+    for second in range(1, seconds + 1):
+        for n in range(per_second):
+            text = HEALTHY[n % len(HEALTHY)].format(
+                r=n, i=n, s=second, l=n, g=n, h=hosts[n % len(hosts)], p=1000 + n, d=n % 8, c=second % 60, n=n
+            )
+            host = hosts[(second * per_second + n) % len(hosts)]
+            yield shipper_record(text, sources[n % 3], host, end_ms + second * 1000 + n)
 
 
 def write_storm_recording(
-    path, nodes: int, count: int, t0_ms: int = 1_714_557_600_000, storm_share: float = 0.1
+    path, nodes: int, count: int, t0_ms: int = 1_714_557_600_000, storm_share: float = 0.1, after_s: int = 0
 ) -> int:
     """Write :func:`storm_records` as a recording (JSON Lines); returns the number of log lines."""
     import orjson
 
     with open(path, "wb") as out:
-        for record in storm_records(nodes, count, t0_ms, storm_share=storm_share):
+        for record in storm_records(nodes, count, t0_ms, storm_share=storm_share, after_s=after_s):
             out.write(orjson.dumps(record) + b"\n")
     return count
