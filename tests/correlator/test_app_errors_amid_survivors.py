@@ -9,46 +9,21 @@ echo, not a fabric failure.
 
 from __future__ import annotations
 
-import pytest
-
-from correlator.engine import AttributionEngine
-from correlator.settings import CorrelatorSettings
-from extractors.matchers import HyperscanMatcher
 from streams.records import JobEvent, LogLine
+from tests.correlator.conftest import T0, line
+from tests.correlator.conftest import verdict_of as timeline_verdict
 
-T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 9))
 IB_ERROR_12 = (
     "NET/IB : Got completion from peer 10.0.0.3<50066> with error 12, opcode 0, len 0, vendor err 129 (Send)"
 )
 
 
-@pytest.fixture(scope="module")
-def matcher(bundled_ruleset):
-    return HyperscanMatcher(bundled_ruleset)
-
-
-@pytest.fixture
-def engine(bundled_ruleset, matcher):
-    return AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30), matcher=matcher)
-
-
-def line(text: str, host: str, seconds: float) -> LogLine:
-    return LogLine(text, host, T0 + int(seconds * 1000), "applog", f"story:{host}:{seconds}")
-
-
 def verdict_of(engine, lines: list[LogLine]):
     """The job runs on NODES from T0 and fails at 300 s; the lines come in time order."""
     start = JobEvent("job_start", "7001", T0, nodes=NODES, user="alice")
     end = JobEvent("job_end", "7001", T0 + 300_000, nodes=NODES, state="FAILED", start_ms=T0, user="alice")
-    verdicts = engine.feed([], [start])
-    for item in sorted(lines, key=lambda ln: ln.time_ms):
-        verdicts += engine.feed([item], [])
-    verdicts += engine.feed([], [end])
-    verdicts += engine.feed([line("tick", NODES[0], 1_000)], [])
-    verdicts += engine.flush()
-    assert verdicts, "no verdict"
-    return max(verdicts, key=lambda v: v.revision)
+    return timeline_verdict(engine, lines, [start, end], tick_s=1_000)
 
 
 def survivors_complaining(seconds: float, dead: str = "gpu003") -> list[LogLine]:

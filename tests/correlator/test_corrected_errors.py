@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from correlator.engine import AttributionEngine
-from correlator.settings import CorrelatorSettings
-from extractors.matchers import HyperscanMatcher
 from streams.records import JobEvent, LogLine
+from tests.correlator.conftest import T0, line, roles, verdict_of
 
-T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 9))
 XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1021, name=python, GPU has fallen off the bus."
 
@@ -41,20 +38,6 @@ EDAC_UE = (
 )
 
 
-@pytest.fixture(scope="module")
-def matcher(bundled_ruleset):
-    return HyperscanMatcher(bundled_ruleset)
-
-
-@pytest.fixture
-def engine(bundled_ruleset, matcher):
-    return AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30), matcher=matcher)
-
-
-def line(text: str, host: str, seconds: float, source: str = "applog") -> LogLine:
-    return LogLine(text, host, T0 + int(seconds * 1000), source, f"story:{host}:{seconds}")
-
-
 def start(job: str) -> JobEvent:
     return JobEvent("job_start", job, T0, nodes=NODES, user="alice")
 
@@ -63,24 +46,6 @@ def end(job: str, seconds: float, state: str) -> JobEvent:
     return JobEvent(
         "job_end", job, T0 + int(seconds * 1000), nodes=NODES, state=state, start_ms=T0, user="alice"
     )
-
-
-def verdict_of(engine, lines: list[LogLine], events: list[JobEvent]):
-    """Feed the story in time order (scheduler records first at equal times), then let it close."""
-    timeline = sorted(
-        [(ln.time_ms, 1, ln) for ln in lines] + [(e.time_ms, 0, e) for e in events], key=lambda x: x[:2]
-    )
-    verdicts = []
-    for _, kind, item in timeline:
-        verdicts += engine.feed([item], []) if kind else engine.feed([], [item])
-    verdicts += engine.feed([line("tick", NODES[0], 100_000)], [])
-    verdicts += engine.flush()
-    assert verdicts, "no verdict"
-    return max(verdicts, key=lambda v: v.revision)
-
-
-def roles(verdict) -> dict[str, str]:
-    return {element.symptom: element.role for element in verdict.chain}
 
 
 def survivors_closing(seconds: float, peer: str = "gpu007", skip: str = "gpu007") -> list[LogLine]:

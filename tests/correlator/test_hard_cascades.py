@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from correlator.engine import AttributionEngine
-from correlator.settings import CorrelatorSettings
 from streams.records import JobEvent, LogLine
+from tests.correlator.conftest import at, line, roles, verdict_of
 
-T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 17))
 POD_NODE = ("gpu-node-7",)
 #: NCCL 2.21 on a node where the IB plugin finds no usable HCA and the chosen net does not exist
@@ -29,14 +27,6 @@ REMOTE_ERROR = (
 )
 
 
-def at(seconds: float) -> int:
-    return T0 + int(seconds * 1000)
-
-
-def line(text: str, host: str, seconds: float, source: str = "applog") -> LogLine:
-    return LogLine(text, host, at(seconds), source, f"story:{host}:{seconds}")
-
-
 def start(job: str, seconds: float = 0, nodes=NODES, user: str = "alice") -> JobEvent:
     return JobEvent("job_start", job, at(seconds), nodes=tuple(nodes), user=user)
 
@@ -49,29 +39,6 @@ def end(job: str, seconds: float, state: str, nodes=NODES, user: str = "alice", 
 
 def nccl(host: str, text: str) -> str:
     return f"{host}:2211:2290 [3] transport/net_ib.cc:1695 NCCL WARN {text}"
-
-
-@pytest.fixture
-def engine(bundled_ruleset, bundled_matcher):
-    settings = CorrelatorSettings(grace_s=30, tail_s=30)
-    return AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
-
-
-def verdict_of(engine, lines: list[LogLine], events: list[JobEvent]):
-    timeline = sorted(
-        [(ln.time_ms, 1, ln) for ln in lines] + [(e.time_ms, 0, e) for e in events], key=lambda x: (x[0], x[1])
-    )
-    verdicts = []
-    for _, kind, item in timeline:
-        verdicts += engine.feed([item], []) if kind else engine.feed([], [item])
-    verdicts += engine.feed([line("tick", NODES[0], 100_000)], [])
-    verdicts += engine.flush()
-    assert verdicts, "no verdict"
-    return max(verdicts, key=lambda v: v.revision)
-
-
-def roles(verdict) -> dict[str, str]:
-    return {element.symptom: element.role for element in verdict.chain}
 
 
 def survivors_closing(seconds: float, peer: str = "gpu007", skip: str = "gpu007") -> list[LogLine]:

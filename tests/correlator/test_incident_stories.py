@@ -9,14 +9,11 @@ node(s) and root symptom. The source of each story is in its docstring. Times ar
 
 from __future__ import annotations
 
-import pytest
-
-from correlator.engine import AttributionEngine
-from correlator.settings import CorrelatorSettings
 from streams.normalize.synth import job_end_line
 from streams.records import JobEvent, LogLine
+from tests.correlator.conftest import at, roles
+from tests.correlator.conftest import verdict_of as timeline_verdict
 
-T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 17))
 #: PyTorch 1.10-1.12 wording (OPT, BLOOM era) and 2.2+ wording of the same watchdog timeout
 WATCHDOG_OLD = (
@@ -34,10 +31,6 @@ REMOTE_ERROR = (
     "remote process exited or there was a network error, NCCL version 2.21.5"
 )
 CHILD_FAILED = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:"
-
-
-def at(seconds: float) -> int:
-    return T0 + int(seconds * 1000)
 
 
 def line(text: str, host: str, seconds: float, source: str = "applog") -> LogLine:
@@ -76,12 +69,6 @@ def progress(until: float, host: str = "gpu001", step_s: float = 105) -> list[Lo
     return [line(text.format(n=12000 + k), host, k * step_s) for k in range(1, int(until // step_s))]
 
 
-@pytest.fixture
-def engine(bundled_ruleset, bundled_matcher):
-    settings = CorrelatorSettings(grace_s=30, tail_s=30)
-    return AttributionEngine(bundled_ruleset, settings, matcher=bundled_matcher)
-
-
 def record_line(event: JobEvent) -> LogLine:
     """The line the Slurm jobcomp normalizer synthesizes beside the job-end event (streams/normalize)."""
     text = job_end_line(
@@ -94,21 +81,7 @@ def record_line(event: JobEvent) -> LogLine:
 def verdict_of(engine, lines: list[LogLine], events: list[JobEvent]):
     """Feed the story in event-time order, each job end with its synthesized scheduler line, as live."""
     slurm_ends = [e for e in events if e.kind == "job_end" and not (e.workload_id or "").startswith("k8s:")]
-    lines = [*lines, *map(record_line, slurm_ends)]
-    timeline = sorted(
-        [(ln.time_ms, 1, ln) for ln in lines] + [(e.time_ms, 0, e) for e in events], key=lambda x: (x[0], x[1])
-    )
-    verdicts = []
-    for _, kind, item in timeline:
-        verdicts += engine.feed([item], []) if kind else engine.feed([], [item])
-    verdicts += engine.feed([line("tick", NODES[0], 200_000)], [])
-    verdicts += engine.flush()
-    assert verdicts, "no verdict"
-    return max(verdicts, key=lambda v: v.revision)
-
-
-def roles(verdict) -> dict[str, str]:
-    return {element.symptom: element.role for element in verdict.chain}
+    return timeline_verdict(engine, [*lines, *map(record_line, slurm_ends)], events, tick_s=200_000)
 
 
 def outcome(verdict) -> tuple[str, str | None, list[str]]:

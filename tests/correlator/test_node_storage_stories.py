@@ -8,14 +8,10 @@ member, is not enough to drain a node while something stronger explains the job'
 
 from __future__ import annotations
 
-import pytest
-
-from correlator.engine import AttributionEngine
-from correlator.settings import CorrelatorSettings
-from extractors.matchers import HyperscanMatcher
 from streams.records import JobEvent, LogLine
+from tests.correlator.conftest import T0
+from tests.correlator.conftest import verdict_of as timeline_verdict
 
-T0 = 1_714_557_600_000  # 2024-05-01T10:00:00Z
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 5))
 
 RAID_LOST = (  # the shape of a real RAID5 collapse (1000001101000/Debian_on_Buffalo#161)
@@ -42,16 +38,6 @@ OOM = (
 )
 
 
-@pytest.fixture(scope="module")
-def matcher(bundled_ruleset):
-    return HyperscanMatcher(bundled_ruleset)
-
-
-@pytest.fixture
-def engine(bundled_ruleset, matcher):
-    return AttributionEngine(bundled_ruleset, CorrelatorSettings(grace_s=30, tail_s=30), matcher=matcher)
-
-
 def lines(texts: tuple[str, ...], host: str, seconds: float, source: str = "dmesg") -> list[LogLine]:
     return [
         LogLine(text, host, T0 + int((seconds + i * 0.01) * 1000), source, f"story:{host}:{seconds}:{i}")
@@ -64,16 +50,7 @@ def verdict_of(engine, story: list[LogLine], job: str):
         JobEvent("job_start", job, T0, nodes=NODES, user="alice"),
         JobEvent("job_end", job, T0 + 300_000, nodes=NODES, state="FAILED", start_ms=T0, user="alice"),
     ]
-    timeline = sorted(
-        [(ln.time_ms, 1, ln) for ln in story] + [(e.time_ms, 0, e) for e in events], key=lambda x: x[:2]
-    )
-    verdicts = []
-    for _, kind, item in timeline:
-        verdicts += engine.feed([item], []) if kind else engine.feed([], [item])
-    verdicts += engine.feed(lines(("tick",), NODES[0], 400, "applog"), [])
-    verdicts += engine.flush()
-    assert verdicts, "no verdict"
-    return max(verdicts, key=lambda v: v.revision)
+    return timeline_verdict(engine, story, events, tick_s=400)
 
 
 def test_a_raid_array_that_lost_its_disks_blames_that_node_as_hardware(engine):
