@@ -92,16 +92,18 @@ def _run_all(args: argparse.Namespace) -> int:
 async def _extractor_main(settings) -> int:
     from extractors.loader import load_ruleset
     from streams.admin import ensure_topics
-    from streams.extract_worker import ExtractorWorker
+    from streams.extract_worker import ExtractorWorker, run_until_stopped
+    from streams.topics import Topics
 
     await ensure_topics(settings)
-    worker = ExtractorWorker(settings, load_ruleset(settings.rules_dir))
+    ruleset = load_ruleset(settings.rules_dir)
+    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, worker.stop)
-    log.info("extractor started on %s", ", ".join(worker.topics.ingest))
-    await worker.run()
-    log.info("extractor stopped: %s", worker.stats)
+        loop.add_signal_handler(sig, stopping.set)
+    log.info("extractor started on %s", ", ".join(Topics.from_settings(settings).ingest))
+    stats = await run_until_stopped(lambda: ExtractorWorker(settings, ruleset), stopping)
+    log.info("extractor stopped: %s", stats)
     return 0
 
 

@@ -14,11 +14,11 @@ import logging
 import socket
 import time
 from collections import Counter as Tally
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, errors
 from aiokafka.errors import IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
@@ -37,7 +37,7 @@ from streams.settings import Settings
 from streams.topics import Topics, partition_for
 from streams.watermarks import InputWatermarks
 
-__all__ = ["ExtractorStats", "ExtractorWorker"]
+__all__ = ["ExtractorStats", "ExtractorWorker", "run_until_stopped"]
 
 log = logging.getLogger("faultstream.extractor")
 
@@ -53,6 +53,15 @@ ISOLATION_LEVEL = "read_uncommitted"
 #: long-polls every assigned partition about every fetch_max_wait_ms, 500 ms); an older one may
 #: miss records written since, so the end is asked of the broker instead (ListOffsets).
 FRESH_END_MS = 1_000
+#: After losing the broker, the extractor starts again after this long, doubling up to the cap.
+RESTART_BACKOFF_S = (1.0, 30.0)
+#: Errors no restart can mend: the extractor exits (non-zero) and says why.
+_FATAL_KAFKA_ERRORS = (
+    errors.TopicAuthorizationFailedError,
+    errors.GroupAuthorizationFailedError,
+    errors.TransactionalIdAuthorizationFailed,
+    errors.ClusterAuthorizationFailedError,
+)
 
 
 @dataclass
@@ -81,6 +90,56 @@ class _Outputs:
     opening: dict[str, Any] | None = None
     #: Per input partition, the latest event time the batch carried (None: none): in once delivered.
     latest: dict[tuple[str, int], int | None] = field(default_factory=dict)
+
+
+async def run_until_stopped(
+    make_worker: Callable[[], ExtractorWorker],
+    stopping: asyncio.Event,
+    backoff_s: tuple[float, float] = RESTART_BACKOFF_S,
+) -> ExtractorStats:
+    """Run an extractor until ``stopping`` is set, starting a fresh one whenever the broker is lost.
+
+    aiokafka gives up on some broker losses (a connection closed during a transaction's
+    coordinator lookup kills the producer's sender), and a worker left without its producer
+    would stop the pipeline until someone restarted the process. A fresh worker resumes exactly
+    as a restarted process does: its producer fences and settles the open transaction, its
+    consumer reads the committed offsets."""
+    delay, cap = backoff_s
+    while True:
+        worker = make_worker()
+        stop = asyncio.ensure_future(stopping.wait())
+        stop.add_done_callback(lambda _, stopped=worker: stopped.stop())
+        try:
+            await worker.run()
+            return worker.stats
+        except KafkaError as exc:
+            if isinstance(exc, _FATAL_KAFKA_ERRORS) or isinstance(exc.__cause__, _FATAL_KAFKA_ERRORS):
+                raise
+            if stopping.is_set():
+                return worker.stats
+            log.warning("extractor lost the broker (%r): starting again in %.0f s", exc, delay)
+            metrics.count_extractor_restart()
+        finally:
+            stop.cancel()
+        try:
+            await asyncio.wait_for(stopping.wait(), delay)
+            return worker.stats
+        except TimeoutError:
+            delay = min(delay * 2, cap)
+
+
+async def _close(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
+    """Stop a Kafka client without letting its shutdown hide why the worker is stopping: with the
+    broker gone, aiokafka's stop can raise its own tasks' cancellation or a connection error."""
+    try:
+        await client.stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this worker itself is being cancelled
+        log.warning("%s stopped with its tasks cancelled", type(client).__name__)
+    except Exception as exc:
+        log.warning("%s did not stop cleanly: %r", type(client).__name__, exc)
 
 
 class ExtractorWorker:
@@ -139,8 +198,8 @@ class ExtractorWorker:
         finally:
             probe.cancel()
             await asyncio.gather(probe, return_exceptions=True)
-            await consumer.stop()
-            await producer.stop()
+            await _close(consumer)
+            await _close(producer)
 
     @property
     def transactional_id(self) -> str:

@@ -84,6 +84,10 @@ AHEAD_OF_RECORD = Counter(
     ["stage", "topic"],
 )
 REBALANCES = Counter("faultstream_rebalances", "Partition assignments this process received", ["stage"])
+EXTRACTOR_RESTARTS = Counter(
+    "faultstream_extractor_restarts",
+    "Times the extractor lost the broker and started again in place (streams/extract_worker.py)",
+)
 STALL_RESTARTS = Counter(
     "faultstream_stall_restarts", "Times the stall watch replaced this correlator process in place"
 )
@@ -171,6 +175,10 @@ def count_ignored_claims(stage: str, lines: int) -> None:
 def count_ahead_of_record(stage: str, by_topic: dict[str, int]) -> None:
     for topic, count in by_topic.items():
         AHEAD_OF_RECORD.labels(stage, topic).inc(count)
+
+
+def count_extractor_restart() -> None:
+    EXTRACTOR_RESTARTS.inc()
 
 
 def count_rebalance(stage: str) -> None:
