@@ -158,13 +158,13 @@ def _attach_redis_watch(app, settings, sink, switch_ports: dict[str, str]) -> No
 
 
 def _attach_extractor(app, settings, ruleset) -> None:
-    from streams.extract_worker import ExtractorWorker
-
-    extractor = ExtractorWorker(settings, ruleset)
+    from streams.extract_worker import ExtractorWorker, run_until_stopped
 
     @app.task
     async def extractor_task() -> None:
-        await extractor.run()  # cancelled at shutdown; run() closes its clients on the way out
+        # cancelled at shutdown (run() closes its clients on the way out); a lost broker starts a
+        # fresh extractor instead of leaving the worker running without one
+        await run_until_stopped(lambda: ExtractorWorker(settings, ruleset), asyncio.Event())
 
 
 def _run_load(args: argparse.Namespace) -> int:
