@@ -9,6 +9,7 @@ and an unchanged one is not emitted again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,11 @@ class WorkloadState:
             self._missing = self.run.nodes - self.evidence.keys()
             self._missing_of = len(self.run.nodes)
         return not self._missing
+
+    def missing_nodes(self) -> set[str]:
+        """Nodes of the run that have not reported (an ended run; see ready)."""
+        self.ready()
+        return self._missing or set()
 
     def add_evidence(self, evidence: NodeEvidence) -> None:
         self.evidence[evidence.node] = evidence
@@ -223,12 +229,20 @@ class WorkloadCorrelator:
                 out += self._emit(state, watermark_ms)
         return out
 
-    def overdue(self, wall_ms: int, limit_ms: int, watermark_ms: int) -> list[Verdict]:
-        """Live pipeline: decide runs whose node reports are ``limit_ms`` (wall time) overdue."""
+    def overdue(
+        self,
+        wall_ms: int,
+        limit_ms: int,
+        watermark_ms: int,
+        coming: Callable[[WorkloadState], bool] = lambda state: False,
+    ) -> list[Verdict]:
+        """Live pipeline: decide runs whose node reports are ``limit_ms`` (wall time) overdue, except
+        those whose missing reports are still ``coming`` (a lagging node side that says so)."""
         out = []
         for state in list(self.states.values()):
             seen = state.end_seen_wall_ms
-            if state.run.finalized_at_ms is None and seen is not None and seen + limit_ms <= wall_ms:
+            late = state.run.finalized_at_ms is None and seen is not None and seen + limit_ms <= wall_ms
+            if late and not coming(state):
                 out += self._emit(state, watermark_ms)
         return out
 

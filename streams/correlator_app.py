@@ -203,6 +203,8 @@ class _Stage:
         for report in reports:  # a node partition reports hundreds of nodes of one job at once
             by_workload.setdefault(report.workload_id, []).append(report)
         packed = [(w, record) for w, rs in by_workload.items() for record in wire.packed_evidence(rs)]
+        if (reported := part.announce()) is not None:  # after the reports it vouches for (same producer)
+            packed += [(n, wire.encode(reported)) for n in range(self.settings.partitions)]
         await self.send_all(self.workload_topic, packed)
         part.persist()  # after the outputs: a crash in between replays the record, never loses it
 

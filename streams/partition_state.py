@@ -124,6 +124,9 @@ class PartitionClock:
     #: node partitions: workload partition -> [event time up to which it has sent its placements,
     #: record time last heard, record time its silence counts from]; see placed()
     placers: dict[str, list[int]] = field(default_factory=dict)
+    #: workload partitions: node partition -> [event time up to which it has sent every report due,
+    #: record time last heard]; see reporting()
+    reporters: dict[str, list[int]] = field(default_factory=dict)
 
     def observe(self, event_ms: int, wall_ms: int) -> None:
         """A data record's event time (or a watermark without a source)."""
@@ -165,6 +168,21 @@ class PartitionClock:
                 other[2] = max(other[2], wall_ms)
         self.placers[source] = [max(time_ms, known[0]) if known else time_ms, wall_ms, wall_ms]
 
+    def observe_reported(self, source: str, time_ms: int, wall_ms: int) -> None:
+        """A node partition's word (a ``reported`` record, streams/wire.py) that it has sent the
+        report of every run it holds that ended by ``time_ms``; it never moves back."""
+        known = self.reporters.get(source)
+        self.reporters[source] = [max(time_ms, known[0]) if known else time_ms, wall_ms]
+
+    def reporting(self, source: str, end_ms: int, wall_ms: int, limit_ms: int) -> bool:
+        """True while node partition ``source`` has not yet vouched for runs that ended at
+        ``end_ms`` and has said how far it has come within ``limit_ms`` of record time: a node side
+        that lags on its way to the run's reports, which a verdict should wait for. False for one
+        that has passed the run (its report is in, or it has none), one never heard from (an older
+        release) and one gone silent (a dead worker): the overdue fallback then decides."""
+        known = self.reporters.get(source)
+        return known is not None and known[0] < end_ms and wall_ms - known[1] < limit_ms
+
     def placed(self, wall_ms: int) -> int | None:
         """The event time up to which every workload partition has sent its placements: the
         minimum over those silent for less than PLACER_IDLE_MS at ``wall_ms`` (a workload partition
@@ -205,6 +223,7 @@ class PartitionClock:
             "history": self.history,
             "sources": self.sources,
             "placers": self.placers,
+            "reporters": self.reporters,
         }
 
     @classmethod

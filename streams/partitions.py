@@ -19,6 +19,7 @@ from extractors.loader import Ruleset
 from streams import wire
 from streams.partition_state import META, PartitionClock, PartitionView
 from streams.records import JobEvent
+from streams.topics import partition_for
 
 __all__ = ["NodePartition", "WorkloadPartition", "line_counts_key", "node_record_key"]
 
@@ -31,9 +32,10 @@ OVERDUE_MIN_S = 120.0
 FLUSH_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
-CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job"})
-#: A workload partition tells the node partitions how far its placements have gone at most this
-#: often (record time): see WorkloadPartition.announce.
+CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job", "reported"})
+#: A workload partition tells the node partitions how far its placements have gone, and a node
+#: partition tells the workload partitions how far its reports have gone, at most this often
+#: (record time): see WorkloadPartition.announce and NodePartition.announce.
 ANNOUNCE_EVERY_MS = 1_000
 
 
@@ -145,6 +147,28 @@ class NodePartition(_Partition):
             table, partition, partitions, self._load_state, self._encode_state
         )
         self.nodes = NodeCorrelator(settings, self.view)  # type: ignore[arg-type]
+        self.source = f"node:{partition}"
+        self._due_ms: int | None = None  # the watermark every ended run has been reported by
+        self._announced: tuple[int, int] | None = None  # (time vouched for, record time) last said
+
+    def announce(self) -> dict[str, Any] | None:
+        """The ``reported`` record to send to every workload partition after the reports of the
+        record just handled, or None when there is nothing new to say: every run this partition
+        holds that ended by the time it names has been reported. That is its watermark less grace,
+        but no later than the placements it has been told of (a run whose job-end placement is
+        still on its way is not held yet). A workload partition waits for a run's missing reports
+        while their node partition keeps saying how far it has come (WorkloadPartition._coming).
+        Said at most once a second of record time, and only when it moved."""
+        if self._due_ms is None:
+            return None
+        through = self._due_ms - self.nodes.settings.grace_ms
+        if (placed := self.clock.placed(self._wall_ms)) is not None:
+            through = min(through, placed)
+        last = self._announced
+        if last is not None and (through <= last[0] or self._wall_ms - last[1] < ANNOUNCE_EVERY_MS):
+            return None
+        self._announced = (through, self._wall_ms)
+        return wire.reported(self.source, through)
 
     def _load_state(self, node: str, raw: bytes) -> NodeState:
         state = state_codec.decode_node_state(node, raw)
@@ -182,6 +206,7 @@ class NodePartition(_Partition):
         self._clock_record = kind in CLOCK_KINDS
         if self._clock_record:  # not on every record: due() looks at every node of the partition
             out += self.nodes.due(watermark)
+            self._due_ms = watermark
         if (expire_at := self._expire_at(wall_ms)) is not None:
             # not past the placements either: they come through the workload side, which may lag
             self.nodes.expire(expire_at, self.clock.placed(self._wall_ms))
@@ -228,6 +253,7 @@ class WorkloadPartition(_Partition):
         #: crash delays its nodes' reports instead of producing a verdict without them.
         self.overdue_ms = int(max(3 * settings.grace_s, OVERDUE_MIN_S) * 1000)
         self.source = f"workload:{partition}"
+        self.partitions = partitions
         self._announced: tuple[int, int] | None = None  # (clock, record time) last announced
 
     def announce(self) -> dict[str, Any] | None:
@@ -268,13 +294,29 @@ class WorkloadPartition(_Partition):
                 verdicts += self._evidence(NodeEvidence.from_dict(raw), offset)
         elif kind == "wm":
             self.clock.on_watermark(record, wall_ms)
+        elif kind == "reported":
+            self.clock.observe_reported(record["source"], record["time_ms"], wall_ms)
         watermark = self._advance(wall_ms, offset)
         if kind in CLOCK_KINDS:  # not on every record: these look at every workload of the partition
             verdicts += self.workloads.due(watermark)
-            verdicts += self.workloads.overdue(wall_ms, self.overdue_ms, watermark)
+            verdicts += self.workloads.overdue(wall_ms, self.overdue_ms, watermark, self._coming)
         if (expire_at := self._expire_at(wall_ms)) is not None:
             self.workloads.expire(expire_at)
         return placements, verdicts
+
+    def _coming(self, state: WorkloadState) -> bool:
+        """True while a report the run still lacks is on its way: the node partition of a missing
+        node has not yet passed the run's end, and keeps saying how far it has come. A correlator
+        that lags (a rebalance, a backlog) then delays the verdict rather than deciding it
+        without that node's evidence, which the revision horizon may drop before it arrives."""
+        end_ms, asked = state.run.end_ms or 0, set()
+        for node in state.missing_nodes():  # the first node partition still coming ends the search
+            source = f"node:{partition_for(node, self.partitions)}"
+            if source not in asked:
+                asked.add(source)
+                if self.clock.reporting(source, end_ms, self._wall_ms, self.overdue_ms):
+                    return True
+        return False
 
     def _restoring(self, workload_id: str | None, offset: int) -> bool:
         """True when the run's own record already holds the record at ``offset``: a crash cut the

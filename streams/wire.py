@@ -46,6 +46,7 @@ __all__ = [
     "packed_places",
     "place",
     "placed",
+    "reported",
     "tick",
     "watermark",
     "workload_lines",
@@ -144,6 +145,12 @@ def placed(source: str, time_ms: int) -> dict[str, Any]:
     """A workload partition (``source``) has sent the placements of every job event up to
     ``time_ms`` (its event-time clock), to every node partition, after those placements."""
     return {"t": "placed", "source": source, "time_ms": time_ms}
+
+
+def reported(source: str, time_ms: int) -> dict[str, Any]:
+    """A node partition (``source``) has sent, to every workload partition, the report of every run
+    it holds that ended by ``time_ms``, before this record."""
+    return {"t": "reported", "source": source, "time_ms": time_ms}
 
 
 def tick() -> dict[str, Any]:

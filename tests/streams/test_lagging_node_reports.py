@@ -1,0 +1,155 @@
+"""A verdict waits for the report of a node partition that lags but says how far it has come (issue 11).
+
+The 30-minute soak lost evidence this way: the workload side reads a run's end and, 120 s of
+record time later, decides it on whatever node reports came (the overdue fallback). A correlator
+whose node side lags by more than that (a backlog after a rebalance) has not reported yet, so the
+run was decided without those nodes, and the revision horizon dropped their reports when they came.
+Now each node partition tells the workload partitions how far its reports have gone
+(``NodePartition.announce``), and a run waits while the partition of a missing node is still on its
+way; a partition that says nothing (a dead worker, an older release) is waited for only up to the
+fallback, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from correlator.evidence import EvidenceGroup
+from correlator.settings import CorrelatorSettings
+from correlator.verdict import Verdict
+from extractors.symptom import Symptom
+from streams import wire
+from streams.partitions import NodePartition, WorkloadPartition
+from streams.records import JobEvent
+from streams.topics import partition_for
+
+T0 = 1_714_557_600_000  # event time
+W0 = 1_800_000_000_000  # wall (record) time
+SETTINGS = CorrelatorSettings(grace_s=30, tail_s=5)  # overdue after 120 s of record time
+PARTITIONS = 2
+XID_NODE, LAGGING_NODE = "gpu0044", "gpu0042"  # on node partitions 0 and 1
+SOURCE = "extractor-a.0"
+END_MS = T0 + 120_000
+
+
+def _xid(ms: int) -> dict[str, Any]:
+    symptom = Symptom(
+        "gpu.xid.79", "gpu_fallen_off_bus", "hardware", "cause", 95, "XID-79", None, XID_NODE, ms, "dmesg",
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "logs.dmesg:0:7",
+    )  # fmt: skip
+    return EvidenceGroup.start(symptom).to_dict()
+
+
+def _job(kind: str, at_ms: int, **facts: Any) -> dict[str, Any]:
+    nodes = (XID_NODE, LAGGING_NODE)
+    return wire.job(JobEvent(kind, "7", T0 + at_ms, nodes, origin="story:7", **facts))  # type: ignore[arg-type]
+
+
+class Correlator:
+    """Two node partitions and the workload partition that owns job 7, records routed between them
+    as the topics would; each side is fed only when the story says so, so one can lag."""
+
+    def __init__(self, ruleset: Any) -> None:
+        self.nodes = [NodePartition(SETTINGS, {}, n, PARTITIONS) for n in range(PARTITIONS)]
+        self.workload = WorkloadPartition(ruleset, SETTINGS, {}, partition_for("7", PARTITIONS), PARTITIONS)
+        self.offsets = {"w": -1, 0: -1, 1: -1}
+        self.verdicts: list[tuple[int, Verdict]] = []  # (record time decided at, verdict)
+
+    def to_workload(self, record: dict[str, Any], wall_ms: int) -> dict[int, list[dict[str, Any]]]:
+        """Apply one workload-events record; what it sends to each node partition, in order."""
+        self.offsets["w"] += 1
+        placements, verdicts = self.workload.handle(record, wall_ms, self.offsets["w"])
+        self.verdicts += [(wall_ms, v) for v in verdicts]
+        out: dict[int, list[dict[str, Any]]] = {n: [] for n in range(PARTITIONS)}
+        for place in placements:
+            out[partition_for(place.node, PARTITIONS)] += [wire.decode(r) for r in wire.packed_places([place])]
+        if (placed := self.workload.announce()) is not None:
+            for records in out.values():
+                records.append(placed)
+        return out
+
+    def to_node(self, n: int, record: dict[str, Any], wall_ms: int, announce: bool = True) -> list[dict]:
+        """Apply one node-events record to node partition ``n``; the workload-events records it
+        sends: its reports, then (unless it is a silent one) how far its reports have gone."""
+        self.offsets[n] += 1
+        reports = self.nodes[n].handle(record, wall_ms, self.offsets[n])
+        out = [wire.decode(raw) for raw in wire.packed_evidence(reports)]
+        if announce and (said := self.nodes[n].announce()) is not None:
+            out.append(said)
+        return out
+
+    def job_runs_and_ends(self, placements_reach_the_lagging_node: bool = True) -> list[dict]:
+        """Job 7 runs two minutes on both nodes; the Xid node's partition reads all of it at once
+        and reports. Returns what the lagging node's partition has been sent but not read."""
+        held: list[dict[str, Any]] = []
+        sends = [
+            self.to_workload(wire.watermark(T0, SOURCE, 10_000), W0),
+            self.to_workload(_job("job_start", 0, user="alice"), W0),
+            self.to_workload(_job("job_end", 120_000, state="FAILED", start_ms=T0, exit_code=1), W0 + 1_000),
+        ]
+        reports = []
+        for sent in sends:
+            for record in sent[0]:
+                reports += self.to_node(0, record, W0 + 1_000)
+            held += sent[1] if placements_reach_the_lagging_node else []
+        reports += self.to_node(0, {"t": "groups", "items": [_xid(T0 + 60_000)]}, W0 + 1_000)
+        reports += self.to_node(0, wire.node_lines([(XID_NODE, T0, 300, T0 + 100_000)]), W0 + 1_000)
+        reports += self.to_node(0, wire.watermark(T0 + 200_000, SOURCE, 10_000), W0 + 2_000)
+        for record in reports:
+            self.to_workload(record, W0 + 3_000)
+        return held
+
+    def lagging_node_catches_up(self, held: list[dict], seconds: int, announce: bool = True) -> None:
+        """The lagging node partition reads its backlog at half a second of event time per second
+        of wall time (records five minutes old); the workload side hears a tick and whatever it
+        sends every second, and says in turn how far its placements have gone."""
+        backlog = [*held, wire.node_lines([(LAGGING_NODE, T0, 200, T0 + 110_000)])]
+        for second in range(seconds):
+            now = W0 + 3_000 + second * 1_000
+            backlog.append(wire.watermark(T0 + 20_000 + second * 500, SOURCE, 10_000))
+            sent = []
+            for record in backlog:
+                sent += self.to_node(1, record, now - 300_000, announce)
+            backlog = []
+            for record in [*sent, wire.tick()]:
+                backlog += self.to_workload(record, now)[1]  # its placement clock, read a second later
+
+
+def test_a_node_partition_still_catching_up_holds_the_verdict_until_its_report_arrives(bundled_ruleset):
+    correlator = Correlator(bundled_ruleset)
+    held = correlator.job_runs_and_ends()
+
+    correlator.lagging_node_catches_up(held, seconds=300)  # its report comes after 260 s, not 120
+
+    [(decided_at, verdict)] = correlator.verdicts
+    assert decided_at > W0 + 250_000, "decided only once the lagging node had reported"
+    assert verdict.revision == 1
+    assert verdict.responsible_nodes == [XID_NODE]
+    assert verdict.lines_seen == 500, "both nodes' line counts are in the one verdict"
+
+
+def test_a_silent_node_partition_is_decided_without_at_the_overdue_limit_then_revised(bundled_ruleset):
+    """What the pipeline did before for every node partition, and still does for one that says
+    nothing of its progress (a dead worker, an older release)."""
+    correlator = Correlator(bundled_ruleset)
+    held = correlator.job_runs_and_ends()
+
+    correlator.lagging_node_catches_up(held, seconds=300, announce=False)
+
+    (first_at, first), (_, revised) = correlator.verdicts
+    assert W0 + 120_000 <= first_at < W0 + 130_000
+    assert first.lines_seen == 300, "decided without the silent node"
+    assert revised.revision == 2 and revised.lines_seen == 500
+
+
+def test_a_node_partition_that_passes_the_run_without_its_report_releases_the_verdict(bundled_ruleset):
+    """The node's placement was lost: its partition holds no run to report, and once it says it
+    has passed the run's end, nothing more is coming from it and the run is decided without it."""
+    correlator = Correlator(bundled_ruleset)
+    correlator.job_runs_and_ends(placements_reach_the_lagging_node=False)
+
+    correlator.lagging_node_catches_up([], seconds=300)
+
+    [(decided_at, verdict)] = correlator.verdicts
+    assert W0 + 255_000 <= decided_at < W0 + 270_000, "when the partition passed end + grace"
+    assert verdict.lines_seen == 300 and verdict.responsible_nodes == [XID_NODE]
