@@ -52,3 +52,19 @@ def explain_kill_teardown(run: WorkloadRun, items: list[JudgedGroup]) -> None:
             continue
         if item.first_ms >= kill_ms:
             item.role, item.explained_by = Role.DOWNSTREAM, KILL
+    _follow_kill_echoes(items, kill_ms)
+
+
+def _follow_kill_echoes(items: list[JudgedGroup], kill_ms: int) -> None:
+    """A refiner may already have made a teardown symptom the echo of another one (a survivor's
+    watchdog hang of a peer's `unhandled system error`); once that one is the kill's echo, so is
+    the hang: otherwise it would stand as an unexplained echo and make a walltime ``ambiguous``."""
+    killed = {(i.rule.id, i.node) for i in items if i.explained_by == KILL}
+    for item in items:
+        if item.role != Role.DOWNSTREAM or item.explained_by in (None, KILL) or item.first_ms < kill_ms:
+            continue
+        if not TEARDOWN_TAGS & set(item.rule.tags):
+            continue
+        rule_id, _, node = item.explained_by.rpartition(" <- ")[2].partition("@")
+        if (rule_id, None if node in ("", "None") else node) in killed:
+            item.explained_by = KILL

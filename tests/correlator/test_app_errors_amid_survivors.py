@@ -55,3 +55,14 @@ def test_the_peers_ib_errors_long_after_a_ranks_cuda_error_are_not_its_echo(engi
     assert verdict.sub_domain != "user"
     ib = next(e for e in verdict.chain if e.symptom == "nccl_ib_completion_error")
     assert ib.role == "root"
+
+
+def test_a_firmware_error_record_on_one_node_is_its_weak_fault_and_the_peers_ib_errors_its_echo(engine):
+    # a GHES record that does not say whether the error was corrected is a weak hardware cause
+    # (priority 20): it is still the only thing any node said about itself
+    ghes = "kernel: {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 4"
+    verdict = verdict_of(engine, [line(ghes, "gpu003", 100, "dmesg"), *survivors_complaining(101)])
+    assert (verdict.sub_domain, verdict.responsible_nodes) == ("hardware", ["gpu003"])
+    assert verdict.uncertainty_type == "weak_evidence"
+    ib = next(e for e in verdict.chain if e.symptom == "nccl_ib_completion_error")
+    assert ib.explained_by.startswith("refine.transport-after-weak-fault <- kernel.apei.ghes-section")

@@ -72,6 +72,29 @@ def test_a_walltime_reached_after_steady_progress_is_the_users_and_the_kill_nois
     assert roles(verdict).get("nccl_ib_completion_error") == "downstream"
 
 
+def test_a_walltime_whose_kill_leaves_one_system_error_and_hung_peers_is_still_the_users_timeout(engine):
+    # 3600 DUE TO TIME LIMIT ─ 3601 one rank's ncclSystemError ─ 3602 the others' watchdogs, which
+    # a refiner first reads as echoes of that error ─ 3605 TIMEOUT: all of it is the kill's echo
+    kill = "slurmstepd: error: *** STEP 5003.0 ON gpu001 CANCELLED AT 2024-05-01T11:00:00 DUE TO TIME LIMIT ***"
+    system_error = (
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."
+    )
+    hang = (
+        "[rank{r}]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank {r}] Heartbeat monitor timed out! "
+        "Process will be terminated after dumping debug info."
+    )
+    lines = [
+        line(kill, "gpu001", 3600),
+        line(system_error, "gpu002", 3601),
+        *[line(hang.format(r=i), n, 3602) for i, n in enumerate(NODES[2:8], start=2)],
+    ]
+    verdict = verdict_of(engine, lines, [start("5003"), end("5003", 3605, "TIMEOUT")])
+    assert (verdict.terminal_state, verdict.sub_domain) == ("timeout", "user")
+    assert verdict.root_symptom is None
+    hung = [e for e in verdict.chain if e.symptom == "nccl_watchdog_hang"]
+    assert hung and all(e.role == "downstream" and e.explained_by == "scheduler kill" for e in hung)
+
+
 def test_xid45_and_xid43_after_an_xid79_are_its_consequences_not_the_root(engine):
     lines = [
         line(XID79, "gpu007", 100, "dmesg"),
