@@ -19,6 +19,7 @@ the same side), so rules are written from the dev side and the test side stays u
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -410,13 +411,20 @@ def evaluate(
             if r.label == "echo" and r.family in SURVIVOR_FAMILIES and judge.is_survivor_noise(r)
         ]
         report.cascades = [
-            judge.judge(row, number, _survivors(noise, number))
+            judge.judge(row, number, _survivors(noise, row))
             for number, row in enumerate(chosen, start=1)
             if row.known_domain and noise
         ]
     return report
 
 
-def _survivors(noise: list[LabelledLine], number: int) -> list[LabelledLine]:
-    """A fixed, varied pick: the same story every run, different noise for each root line."""
-    return [noise[(number * SURVIVORS + k) % len(noise)] for k in range(SURVIVORS)]
+def _survivors(noise: list[LabelledLine], row: LabelledLine) -> list[LabelledLine]:
+    """The same survivors for a story whatever else the corpus holds and in whatever order it is
+    read: the noise lines ranked by a hash of the story's id and theirs (rendezvous hashing), so a
+    new noise line changes only the stories that draw it. A pick by position reshuffled every
+    story when one line was added, and the figure moved by ±0.8 points with no engine change."""
+    return heapq.nsmallest(SURVIVORS, noise, key=lambda echo: _draw(row.id, echo.id))
+
+
+def _draw(story: str, line: str) -> bytes:
+    return hashlib.blake2b(f"{story}\t{line}".encode(), digest_size=8).digest()
