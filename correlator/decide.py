@@ -43,6 +43,8 @@ TERMINAL = {
     "CANCELLED": "cancel",
     "PREEMPTED": "cancel",
 }
+
+
 def decide(
     run: WorkloadRun, groups: list[EvidenceGroup], ruleset: Ruleset, rules_by_id: dict, lines_seen: int
 ) -> Verdict:
@@ -189,11 +191,7 @@ def _ranked_domains(items: list[JudgedGroup]) -> list[str]:
 
 def _without_causes(base: Decision) -> Decision:
     run, terminal = base.run, base.terminal_state
-    echoes = [
-        i
-        for i in base.items
-        if i.role in FOLLOWER_ROLES and not i.pre_start and i.explained_by != KILL
-    ]
+    echoes = [i for i in base.items if i.role in FOLLOWER_ROLES and not i.pre_start and i.explained_by != KILL]
     if terminal == "timeout" and not echoes:
         base.sub_domain, base.domains = Domain.USER, [Domain.USER]
         return base

@@ -47,9 +47,12 @@ def _watermark_after(worker: ExtractorWorker, records: list[ConsumerRecord]) -> 
 
 
 def _ahead_count() -> float:
-    return REGISTRY.get_sample_value(
-        "faultstream_ahead_of_record_total", {"stage": "extractor", "topic": "logs.syslog"}
-    ) or 0.0
+    return (
+        REGISTRY.get_sample_value(
+            "faultstream_ahead_of_record_total", {"stage": "extractor", "topic": "logs.syslog"}
+        )
+        or 0.0
+    )
 
 
 def test_a_line_dated_ten_years_ahead_does_not_carry_the_watermark_but_keeps_its_own_time(worker):
