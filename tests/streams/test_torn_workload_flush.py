@@ -114,3 +114,29 @@ def test_a_kill_anywhere_in_a_workload_flush_counts_nothing_twice_and_revises_no
 
         assert _held(replacement) == _held(uninterrupted), f"changelog cut after {cut} records"
         assert resent == sent, f"changelog cut after {cut} records"
+
+
+def test_a_kill_in_the_flush_that_deletes_an_expired_run_neither_revives_nor_decides_it_again(bundled_ruleset):
+    """Past the revision horizon the run and its node records are deleted, in one flush; a kill
+    inside it leaves some deleted and some not. The replacement must not rebuild half a run from
+    what is left (a verdict from half of its node records, revision 1 again) nor keep it for ever."""
+    settings = CorrelatorSettings(grace_s=2, tail_s=2, revision_horizon_s=60.0)
+    hours_later = [wire.watermark(T0 + 3 * 3_600_000, "extractor-a.0", 600_000)]
+    records = _records(bundled_ruleset) + hours_later + [wire.tick() for _ in range(300)]  # 2 min of ticks
+    table, sent = ChangelogTable(), {}
+    uninterrupted = WorkloadPartition(bundled_ruleset, settings, table, 0, 1)
+    _run(uninterrupted, records, sent)
+    deleting = [i for i, (key, value) in enumerate(table.changelog) if value is None and JOB in key]
+    assert deleting, "the run expired and its records were deleted"
+    assert JOB not in uninterrupted.view.keys() and not any(JOB in key for key in table)
+
+    flushes = [cut for cut in _cut_points(table) if cut > deleting[0] - 2 and cut <= deleting[-1] + 1]
+    assert len(flushes) >= len(NODES), "a kill lands between each of the deletes"
+    for cut in flushes:
+        replacement = WorkloadPartition(bundled_ruleset, settings, recovered_from(table.changelog[:cut]), 0, 1)
+        resent: dict[int, dict] = dict(sent)
+        _run(replacement, records, resent)
+        assert resent == sent, f"changelog cut after {cut} records: a verdict sent anew"
+        assert JOB not in replacement.view.keys(), f"changelog cut after {cut} records: the run is back"
+        left = [key for key in replacement.table if JOB in key]
+        assert not left, f"changelog cut after {cut} records: {left} never deleted"
