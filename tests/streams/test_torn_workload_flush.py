@@ -128,7 +128,7 @@ def test_a_kill_in_the_flush_that_deletes_an_expired_run_neither_revives_nor_dec
     _run(uninterrupted, records, sent)
     deleting = [i for i, (key, value) in enumerate(table.changelog) if value is None and JOB in key]
     assert deleting, "the run expired and its records were deleted"
-    assert JOB not in uninterrupted.view.keys() and not any(JOB in key for key in table)
+    assert JOB not in uninterrupted.view and not any(JOB in key for key in table)
 
     flushes = [cut for cut in _cut_points(table) if cut > deleting[0] - 2 and cut <= deleting[-1] + 1]
     assert len(flushes) >= len(NODES), "a kill lands between each of the deletes"
@@ -137,6 +137,6 @@ def test_a_kill_in_the_flush_that_deletes_an_expired_run_neither_revives_nor_dec
         resent: dict[int, dict] = dict(sent)
         _run(replacement, records, resent)
         assert resent == sent, f"changelog cut after {cut} records: a verdict sent anew"
-        assert JOB not in replacement.view.keys(), f"changelog cut after {cut} records: the run is back"
+        assert JOB not in replacement.view, f"changelog cut after {cut} records: the run is back"
         left = [key for key in replacement.table if JOB in key]
         assert not left, f"changelog cut after {cut} records: {left} never deleted"
