@@ -99,12 +99,14 @@ class Correlator:
             self.to_workload(record, W0 + 3_000)
         return held
 
-    def lagging_node_catches_up(self, held: list[dict], seconds: int, announce: bool = True) -> None:
+    def lagging_node_catches_up(
+        self, held: list[dict], seconds: int, announce: bool = True, first_second: int = 0
+    ) -> None:
         """The lagging node partition reads its backlog at half a second of event time per second
         of wall time (records five minutes old); the workload side hears a tick and whatever it
         sends every second, and says in turn how far its placements have gone."""
-        backlog = [*held, wire.node_lines([(LAGGING_NODE, T0, 200, T0 + 110_000)])]
-        for second in range(seconds):
+        backlog = [*held, wire.node_lines([(LAGGING_NODE, T0, 200, T0 + 110_000)])] if held else []
+        for second in range(first_second, first_second + seconds):
             now = W0 + 3_000 + second * 1_000
             backlog.append(wire.watermark(T0 + 20_000 + second * 500, SOURCE, 10_000))
             sent = []
@@ -153,3 +155,23 @@ def test_a_node_partition_that_passes_the_run_without_its_report_releases_the_ve
     [(decided_at, verdict)] = correlator.verdicts
     assert W0 + 255_000 <= decided_at < W0 + 270_000, "when the partition passed end + grace"
     assert verdict.lines_seen == 300 and verdict.responsible_nodes == [XID_NODE]
+
+
+def test_a_restarted_workload_partition_still_waits_for_the_lagging_node(bundled_ruleset):
+    """The node partitions' word is kept in the workload partition's clock record, with its offset
+    marker: one recovered from its changelog (a crash, a rebalance) waits as its predecessor did."""
+    correlator = Correlator(bundled_ruleset)
+    table: dict = {}
+    correlator.workload = WorkloadPartition(bundled_ruleset, SETTINGS, table, partition_for("7", PARTITIONS), 2)
+    held = correlator.job_runs_and_ends()
+    correlator.lagging_node_catches_up(held, seconds=100)
+    correlator.workload.persist(everything=True)
+    correlator.workload = WorkloadPartition(bundled_ruleset, SETTINGS, table, partition_for("7", PARTITIONS), 2)
+    assert correlator.workload.clock.reporters, "the word of the node partitions came back with the clock"
+
+    correlator.lagging_node_catches_up([], seconds=0)  # nothing new yet: the recovered partition waits
+    for second in range(100, 300):  # and reads on, as the lagging node partition does
+        correlator.lagging_node_catches_up([], seconds=1, first_second=second)
+
+    [(decided_at, verdict)] = correlator.verdicts
+    assert decided_at > W0 + 250_000 and verdict.lines_seen == 500
