@@ -630,7 +630,7 @@ def _plot(run: Run, names: list[str]) -> str:
 # --- main ------------------------------------------------------------------------------------------
 
 
-def _worker_env(namespace: str, redis_url: str, grace_s: float) -> dict[str, str]:
+def _worker_env(namespace: str, redis_url: str, grace_s: float, segment_s: float) -> dict[str, str]:
     return {
         "KAFKA_BOOTSTRAP_SERVERS": os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
         "REDIS_URL": redis_url,
@@ -641,6 +641,9 @@ def _worker_env(namespace: str, redis_url: str, grace_s: float) -> dict[str, str
         "FAULTSTREAM_PARTITIONS": "4",
         "FAULTSTREAM_TICK_INTERVAL_S": "0.5",
         "FAULTSTREAM_SESSION_TIMEOUT_S": str(SESSION_TIMEOUT_S),
+        # a day of event time passes every segment (8 s): the production horizon, an hour of
+        # wall time for late evidence, is that many days of the soak's event time
+        "FAULTSTREAM_REVISION_HORIZON_S": str(3600.0 * 86_400 / segment_s),
     }
 
 
@@ -652,7 +655,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     redis_url = redis.url if redis else args.redis
     snapshot, commit = snapshot_code(workdir)
     print(f"workers and backtest run commit {commit}", flush=True)
-    env = {**_worker_env(namespace, redis_url, args.grace), "PYTHONPATH": str(snapshot)}
+    env = {**_worker_env(namespace, redis_url, args.grace, args.segment_s), "PYTHONPATH": str(snapshot)}
     settings = load_settings(namespace=namespace, redis_url=redis_url, redis_prefix=namespace)
     workers = Workers(namespace, env, workdir)
     run = Run(args, settings, workers, redis, workdir / "sent.jsonl", snapshot, commit)

@@ -83,6 +83,8 @@ class Settings(BaseSettings):
     matcher_cache_dir: Path = Field(default_factory=default_matcher_cache_dir)
     grace_s: float = 30.0
     tail_s: float = 30.0
+    #: How long (event time) after its verdict late evidence may still revise it (correlator/settings.py).
+    revision_horizon_s: float = Field(3600.0, gt=0)
     lookback_s: float = 300.0
     #: Hosts whose log lines may name any job in their text: the scheduler's own (slurmctld's
     #: host). Other lines name a job only from its nodes (correlator/claims.py). Comma-separated
@@ -146,6 +148,7 @@ class Settings(BaseSettings):
             lookback_s=self.lookback_s,
             tail_s=self.tail_s,
             grace_s=self.grace_s,
+            revision_horizon_s=self.revision_horizon_s,
             scheduler_hosts=frozenset(self.scheduler_hosts or ()),
         )
 
