@@ -93,7 +93,10 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         return self._stored
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        # asked by list(view.values()) before every scan of the partition's runs: no second pass
+        # over the table for it
+        cache, deleted = self.cache, self.deleted
+        return len(cache) + sum(1 for k in self._stored_keys() if k not in cache and k not in deleted)
 
     def persist(self, keys: set[str]) -> None:
         """Write the touched keys back to the table, and the deleted ones' tombstones."""
@@ -108,7 +111,7 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
             value = self.cache.get(key)
             if value is not None:
                 self.table[key] = self.encode(value)
-                if stored is not None:
+                if stored is not None and self._mine(key):
                     stored[key] = None
 
 
