@@ -6,7 +6,8 @@ They hold no Kafka or faust objects, so tests drive them with dicts; the faust a
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import time
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from correlator import state_codec
@@ -33,6 +34,11 @@ FLUSH_EVERY_MS = 1_000
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job", "reported"})
+#: After a workload partition is built (a start, a restart, a rebalance), how long (real time) a run
+#: waits for a node partition that has not spoken since, before the overdue fallback decides it
+#: without that partition's nodes: the node side's table recovery can take minutes (six in the soak
+#: of 2026-12-01, whose restarted workload side then decided 40 runs without their nodes at once).
+RECOVERY_WAIT_MS = 600_000
 #: A workload partition tells the node partitions how far its placements have gone, and a node
 #: partition tells the workload partitions how far its reports have gone, at most this often
 #: (record time): see WorkloadPartition.announce and NodePartition.announce.
@@ -241,6 +247,7 @@ class WorkloadPartition(_Partition):
         table: MutableMapping[Any, Any],
         partition: int,
         partitions: int,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         super().__init__(table, partition, "workload")
         self.view: PartitionView[WorkloadState] = PartitionView(
@@ -254,6 +261,8 @@ class WorkloadPartition(_Partition):
         self.overdue_ms = int(max(3 * settings.grace_s, OVERDUE_MIN_S) * 1000)
         self.source = f"workload:{partition}"
         self.partitions = partitions
+        self._now_ms = now_ms  # real time, for RECOVERY_WAIT_MS only (record times elsewhere)
+        self._built_ms = now_ms()
         self._announced: tuple[int, int] | None = None  # (clock, record time) last announced
 
     def announce(self) -> dict[str, Any] | None:
@@ -316,7 +325,20 @@ class WorkloadPartition(_Partition):
                 asked.add(source)
                 if self.clock.reporting(source, end_ms, self._wall_ms, self.overdue_ms):
                     return True
+                if self._recovering(source, end_ms):
+                    return True
         return False
+
+    def _recovering(self, source: str, end_ms: int) -> bool:
+        """True while a node partition that has not passed the run has not spoken since this
+        partition was built, for up to RECOVERY_WAIT_MS of real time: after a restart or a
+        rebalance the node side may still be recovering its table, and the record time read
+        meanwhile (the backlog of the outage) says nothing about whether it is alive."""
+        known = self.clock.reporters.get(source)
+        if known is not None and known[0] >= end_ms:
+            return False  # it has passed the run: its report, if any, came before its word
+        spoke_since = known is not None and known[1] >= self._built_ms
+        return not spoke_since and self._now_ms() - self._built_ms < RECOVERY_WAIT_MS
 
     def _restoring(self, workload_id: str | None, offset: int) -> bool:
         """True when the run's own record already holds the record at ``offset``: a crash cut the

@@ -49,14 +49,22 @@ class Correlator:
     """Two node partitions and the workload partition that owns job 7, records routed between them
     as the topics would; each side is fed only when the story says so, so one can lag."""
 
-    def __init__(self, ruleset: Any) -> None:
+    def __init__(self, ruleset: Any, built_ms: int = W0 - 3_600_000) -> None:
+        """``built_ms``: when the workload partition was built (real time, which the story keeps
+        equal to record time); by default an hour before the story, so not just (re)started."""
+        self.now = built_ms
         self.nodes = [NodePartition(SETTINGS, {}, n, PARTITIONS) for n in range(PARTITIONS)]
-        self.workload = WorkloadPartition(ruleset, SETTINGS, {}, partition_for("7", PARTITIONS), PARTITIONS)
+        self.workload = self.workload_partition(ruleset, {})
         self.offsets = {"w": -1, 0: -1, 1: -1}
         self.verdicts: list[tuple[int, Verdict]] = []  # (record time decided at, verdict)
 
+    def workload_partition(self, ruleset: Any, table: dict) -> WorkloadPartition:
+        own = partition_for("7", PARTITIONS)
+        return WorkloadPartition(ruleset, SETTINGS, table, own, PARTITIONS, now_ms=lambda: self.now)
+
     def to_workload(self, record: dict[str, Any], wall_ms: int) -> dict[int, list[dict[str, Any]]]:
         """Apply one workload-events record; what it sends to each node partition, in order."""
+        self.now = max(self.now, wall_ms)
         self.offsets["w"] += 1
         placements, verdicts = self.workload.handle(record, wall_ms, self.offsets["w"])
         self.verdicts += [(wall_ms, v) for v in verdicts]
@@ -162,11 +170,11 @@ def test_a_restarted_workload_partition_still_waits_for_the_lagging_node(bundled
     marker: one recovered from its changelog (a crash, a rebalance) waits as its predecessor did."""
     correlator = Correlator(bundled_ruleset)
     table: dict = {}
-    correlator.workload = WorkloadPartition(bundled_ruleset, SETTINGS, table, partition_for("7", PARTITIONS), 2)
+    correlator.workload = correlator.workload_partition(bundled_ruleset, table)
     held = correlator.job_runs_and_ends()
     correlator.lagging_node_catches_up(held, seconds=100)
     correlator.workload.persist(everything=True)
-    correlator.workload = WorkloadPartition(bundled_ruleset, SETTINGS, table, partition_for("7", PARTITIONS), 2)
+    correlator.workload = correlator.workload_partition(bundled_ruleset, table)
     assert correlator.workload.clock.reporters, "the word of the node partitions came back with the clock"
 
     correlator.lagging_node_catches_up([], seconds=0)  # nothing new yet: the recovered partition waits
@@ -175,3 +183,21 @@ def test_a_restarted_workload_partition_still_waits_for_the_lagging_node(bundled
 
     [(decided_at, verdict)] = correlator.verdicts
     assert decided_at > W0 + 250_000 and verdict.lines_seen == 500
+
+
+def test_after_a_restart_a_node_partition_not_heard_from_yet_holds_the_run_for_up_to_ten_minutes(
+    bundled_ruleset,
+):
+    """The soak of 2026-12-01: after a kill -9 the node side took six minutes to recover its table,
+    while the workload side read the outage's backlog, whose record time ran past the 120-s limit
+    at once, and decided 40 runs without their nodes. A workload partition just built waits for a
+    node partition that has not spoken since, as long as RECOVERY_WAIT_MS (real time)."""
+    slow = Correlator(bundled_ruleset, built_ms=W0)  # built as the story starts
+    slow.job_runs_and_ends(placements_reach_the_lagging_node=False)
+    slow.lagging_node_catches_up([], seconds=300, announce=False)  # recovering: not a word
+    assert slow.verdicts == [], "five minutes after its build it still waits"
+
+    for second in range(300, 700):  # ten minutes after its build it stops waiting
+        slow.to_workload(wire.tick(), W0 + 3_000 + second * 1_000)
+    [(decided_at, verdict)] = slow.verdicts
+    assert W0 + 600_000 <= decided_at < W0 + 605_000 and verdict.lines_seen == 300
