@@ -104,9 +104,11 @@ async def run_until_stopped(
     would stop the pipeline until someone restarted the process. A fresh worker resumes exactly
     as a restarted process does: its producer fences and settles the open transaction, its
     consumer reads the committed offsets."""
-    delay, cap = backoff_s
+    first, cap = backoff_s
+    delay = first
     while True:
         worker = make_worker()
+        started = time.monotonic()
         stop = asyncio.ensure_future(stopping.wait())
         stop.add_done_callback(lambda _, stopped=worker: stopped.stop())
         try:
@@ -117,6 +119,8 @@ async def run_until_stopped(
                 raise
             if stopping.is_set():
                 return worker.stats
+            if time.monotonic() - started > cap:
+                delay = first  # it ran a good while: a new loss, not the same one again
             log.warning("extractor lost the broker (%r): starting again in %.0f s", exc, delay)
             metrics.count_extractor_restart()
         finally:
