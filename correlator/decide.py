@@ -205,7 +205,35 @@ def _without_causes(base: Decision) -> Decision:
         base.sub_domain, base.uncertainty = Domain.AMBIGUOUS, "secondary_only"
         base.domains = [d for d in _ranked_domains(echoes) if d != Domain.NONE]
         return base
+    corrected = _corrected_errors(base) if terminal == "fail" else []
+    if corrected:
+        return _from_corrected(base, corrected)
     base.sub_domain, base.uncertainty = Domain.UNATTRIBUTED, "no_evidence"
+    return base
+
+
+def _corrected_errors(base: Decision) -> list[JudgedGroup]:
+    """Hardware errors the hardware corrected, logged by the run's nodes while it ran."""
+    started = base.run.start_ms
+    return [
+        i
+        for i in base.items
+        if i.role == Role.CONTEXT
+        and "corrected" in i.rule.tags
+        and (started is None or i.group.last_ms >= started)
+        and i.explained_by is None
+        and (i.node is None or i.node in base.run.nodes)
+    ]
+
+
+def _from_corrected(base: Decision, corrected: list[JudgedGroup]) -> Decision:
+    """A failed job with nothing but corrected hardware errors: the hardware is the only lead,
+    so the verdict names it and its node(s), but as ``corrected_only``. Unattributed would hide
+    the one thing the logs say; a plain hardware verdict would drain a node whose errors were
+    all fixed. Remediation acts on neither (docs/verdict.md)."""
+    base.considered = corrected
+    base.root = min(corrected, key=lambda i: (i.first_ms, -i.rule.priority, i.rule.id, i.node or ""))
+    base.sub_domain, base.domains, base.uncertainty = Domain.HARDWARE, [Domain.HARDWARE], "corrected_only"
     return base
 
 

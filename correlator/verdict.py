@@ -25,7 +25,9 @@ __all__ = [
 ]
 
 TerminalState = Literal["fail", "cancel", "timeout", "success"]
-Uncertainty = Literal["multiple_nodes", "competing_domains", "secondary_only", "no_evidence", "weak_evidence"]
+Uncertainty = Literal[
+    "multiple_nodes", "competing_domains", "secondary_only", "no_evidence", "weak_evidence", "corrected_only"
+]
 
 
 class _Model(BaseModel):

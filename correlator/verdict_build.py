@@ -225,6 +225,8 @@ def _detail(decision: Decision, responsible: list[str]) -> str:
         text += "; competing causes in " + ", ".join(decision.domains)
     elif decision.uncertainty == "secondary_only":
         text += "; only secondary symptoms, no concrete cause"
+    elif decision.uncertainty == "corrected_only":
+        text += "; only errors the hardware corrected: the one lead, not proof"
     if decision.systemic:
         text += f"; the same error on all {len(decision.run.nodes)} nodes: a software set-up, not one node"
     if len(responsible) > 1:

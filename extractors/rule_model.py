@@ -59,6 +59,7 @@ TAGS = (
     "cancellation",
     "timeout",
     "condition",
+    "corrected",
 )
 #: Job-end facts a marker rule may state.
 MARKERS = ("timeout", "preempted", "cancelled", "node_failure", "success", "oom")

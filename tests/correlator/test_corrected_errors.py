@@ -2,8 +2,12 @@
 
 A corrected error is one the hardware already fixed: the PCIe link retried the TLP, the ECC
 fixed the bit, the machine-check bank logged a corrected event. Alone it did not end the job and
-must never make a verdict blame hardware (a hardware verdict drains the node). It is shown as
-context, and tied to an uncorrectable error on the same node when one follows.
+must never make a verdict that drains the node. It is shown as context, and tied to an
+uncorrectable error on the same node when one follows. A failed job whose only evidence is
+corrected *memory* errors (DIMM ECC, machine checks, GHES, GPU single-bit ECC) names that hardware
+as its one lead with uncertainty ``corrected_only``, which no remediation rule acts on by default;
+corrected PCIe link errors come from firmware and ASPM set-up on healthy links as often as from a
+failing link, so alone they leave the job unattributed.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from streams.records import JobEvent, LogLine
+from streams.remediation_policy import Match
 from tests.correlator.conftest import T0, line, roles, verdict_of
 
 NODES = tuple(f"gpu{n:03d}" for n in range(1, 9))
@@ -77,12 +82,50 @@ def test_corrected_aer_alone_does_not_blame_hardware(engine):
         (EDAC_CE, "host_memory_correctable"),
         (MCE_CORRECTED, "cpu_machine_check_corrected"),
         (GHES_CORRECTED, "firmware_hardware_error_corrected"),
+        (
+            "NVRM: Xid (PCI:0000:3b:00): 92, pid=1021, name=python, High single-bit ECC error rate",
+            "gpu_excessive_sbe_rate",
+        ),
     ],
 )
-def test_a_corrected_memory_or_machine_check_error_alone_does_not_blame_hardware(engine, text, symptom):
+def test_a_failed_job_with_only_corrected_memory_errors_names_the_node_but_no_drain_follows(
+    engine, text, symptom
+):
     verdict = verdict_of(engine, kernel([text], "gpu005", 120), [start("6002"), end("6002", 300, "FAILED")])
+    assert (verdict.sub_domain, verdict.uncertainty_type) == ("hardware", "corrected_only")
+    assert verdict.responsible_nodes == ["gpu005"]
+    assert verdict.root_symptom.symptom == symptom
+    assert roles(verdict) == {symptom: "root"}
+    assert "only errors the hardware corrected" in verdict.detail
+    # the default remediation rule acts on hardware blamed without doubt, never on this
+    assert "corrected_only" not in Match().uncertainty
+
+
+def test_corrected_dimm_errors_do_not_outweigh_the_users_own_oom(engine):
+    lines = [
+        *kernel([EDAC_CE], "gpu005", 60),
+        line("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "gpu002", 200),
+    ]
+    verdict = verdict_of(engine, lines, [start("6007"), end("6007", 300, "FAILED")])
+    assert verdict.sub_domain == "user"
+    assert roles(verdict)["host_memory_correctable"] == "context"
+
+
+@pytest.mark.parametrize(("state", "terminal"), [("COMPLETED", "success"), ("CANCELLED", "cancel")])
+def test_corrected_dimm_errors_in_a_job_that_did_not_fail_blame_nothing(engine, state, terminal):
+    verdict = verdict_of(engine, kernel([EDAC_CE], "gpu005", 60), [start("6008"), end("6008", 300, state)])
+    assert verdict.terminal_state == terminal
+    assert verdict.sub_domain != "hardware" and "gpu005" not in verdict.responsible_nodes
+
+
+def test_corrected_dimm_errors_from_before_the_job_started_are_not_its_lead(engine):
+    # logged during the previous tenant's run, inside the look-back: context, not this job's lead
+    events = [
+        JobEvent("job_start", "6009", T0 + 200_000, nodes=NODES, user="alice"),
+        JobEvent("job_end", "6009", T0 + 400_000, nodes=NODES, state="FAILED", start_ms=T0 + 200_000),
+    ]
+    verdict = verdict_of(engine, kernel([EDAC_CE], "gpu005", 60), events)
     assert (verdict.sub_domain, verdict.responsible_nodes) == ("unattributed", [])
-    assert roles(verdict) == {symptom: "context"}
 
 
 def test_corrected_aer_before_an_uncorrectable_one_on_the_same_device_is_its_context(engine):
