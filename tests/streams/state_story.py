@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from correlator.batching import collapse_batch
+from correlator.evidence import EvidenceGroup
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import ReferenceMatcher
+from extractors.symptom import Symptom
 from streams import wire
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.records import JobEvent, LogLine
@@ -34,6 +36,15 @@ LINES = [  # (host, ms after T0, source, job named by the record, text)
     ("gpu002", 126_000, "applog", None, NCCL_CLOSED),
     ("gpu003", 150_000, "applog", "4102", OOM),
 ]
+
+
+def xid79_group(node: str, ms: int) -> dict[str, Any]:
+    """An Xid 79 on ``node`` at ``ms``, as the node side holds it (an evidence group's record)."""
+    symptom = Symptom(
+        "gpu.xid.79", "gpu_fallen_off_bus", "hardware", "cause", 95, "XID-79", None, node, ms, "dmesg",
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "logs.dmesg:0:7",
+    )  # fmt: skip
+    return EvidenceGroup.start(symptom).to_dict()
 
 
 class Story:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from correlator.evidence import EvidenceGroup
 from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
-from extractors.symptom import Symptom
 from streams import wire
 from streams.partitions import NodePartition, WorkloadPartition
 from streams.records import JobEvent
+from tests.streams.state_story import xid79_group
 
 T0 = 1_714_557_600_000  # event time
 W0 = 1_800_000_000_000  # wall (record) time
@@ -29,11 +28,7 @@ HOUR = 3_600_000
 
 
 def _xid(ms: int) -> dict[str, Any]:
-    symptom = Symptom(
-        "gpu.xid.79", "gpu_fallen_off_bus", "hardware", "cause", 95, "XID-79", None, NODE, ms, "dmesg",
-        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", "logs.dmesg:0:7",
-    )  # fmt: skip
-    return EvidenceGroup.start(symptom).to_dict()
+    return xid79_group(NODE, ms)
 
 
 class Pipeline:
