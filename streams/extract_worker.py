@@ -14,7 +14,7 @@ import logging
 import socket
 import time
 from collections import Counter as Tally
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,9 @@ ISOLATION_LEVEL = "read_uncommitted"
 #: long-polls every assigned partition about every fetch_max_wait_ms, 500 ms); an older one may
 #: miss records written since, so the end is asked of the broker instead (ListOffsets).
 FRESH_END_MS = 1_000
+#: aiokafka's default group session timeout, which the extractor keeps: how soon the partitions of
+#: an extractor that died move to another.
+SESSION_TIMEOUT_MS = 10_000
 #: After losing the broker, the extractor starts again after this long, doubling up to the cap.
 RESTART_BACKOFF_S = (1.0, 30.0)
 #: Errors no restart can mend: the extractor exits (non-zero) and says why.
@@ -165,6 +168,8 @@ class ExtractorWorker:
         self._delivered: dict[TopicPartition, int] = {}  # the input offsets its transaction committed
         self.resume: ResumePoints[TopicPartition] = ResumePoints()  # how far own commits took each input
         self.assignments = 0  # partition assignments so far: a batch fetched before one is stale
+        #: the last fetch left records to read: the watermark asks correlators to wait longer
+        self.behind = False
 
     def stop(self) -> None:
         self._stopping.set()
@@ -221,6 +226,7 @@ class ExtractorWorker:
                 )
                 fetched = self._unseen(consumer, fetched)
                 records = [r for batch in fetched.values() for r in batch]
+                self.behind = more_to_read(consumer, fetched, self.settings.batch_max_records)
                 await self._read_up_to_ends(consumer)  # before the watermark may move
                 if not records:
                     await self._announce_idle_inputs(producer)
@@ -309,8 +315,16 @@ class ExtractorWorker:
         self._in_flight = asyncio.ensure_future(self._deliver(producer, _Outputs(mark=self._mark()), {}))
 
     def _mark(self) -> dict[str, Any]:
+        return wire.watermark(self.inputs.advance(_wall_ms()), self.inputs.source, self.source_idle_ms())
+
+    def source_idle_ms(self) -> int:
+        """How long a correlator counts this extractor as live after its watermark. Caught up: the
+        idle time, so a stopped one soon stops holding event time back. Behind its input: until
+        its partitions would have moved to another member and been read there (two session
+        timeouts: the group notices, then rebalances), or event time passes the lines it has not
+        read yet when it dies or restarts (docs/architecture.md, "Event time")."""
         idle_ms = int(self.settings.idle_partition_s * 1000)
-        return wire.watermark(self.inputs.advance(_wall_ms()), self.inputs.source, idle_ms)
+        return idle_ms + 2 * SESSION_TIMEOUT_MS if self.behind else idle_ms
 
     async def settle(self, consumer: AIOKafkaConsumer) -> None:
         """Wait for the batch being delivered, then until the group shows its offsets: a transaction's
@@ -328,9 +342,7 @@ class ExtractorWorker:
         """Normalize, extract and collapse one batch (pure CPU; no I/O)."""
         started = time.perf_counter()
         out = _Outputs()
-        out.opening = wire.watermark(
-            self.inputs.watermark_ms, self.inputs.source, int(self.settings.idle_partition_s * 1000)
-        )
+        out.opening = wire.watermark(self.inputs.watermark_ms, self.inputs.source, self.source_idle_ms())
         # LogLines only for the lines a rule may match; every line counted (streams/prefilter.py)
         picked = pick_batch(records, self.topics.ingest, self.matcher)
         out.dead += picked.dead
@@ -450,6 +462,20 @@ class _Rebalances(ConsumerRebalanceListener):
 
 def _wall_ms() -> int:
     return int(time.monotonic() * 1000)  # only ever compared with itself: idle input partitions
+
+
+def more_to_read(
+    consumer: AIOKafkaConsumer, fetched: Mapping[TopicPartition, Sequence[ConsumerRecord]], max_records: int
+) -> bool:
+    """Whether the fetch left records unread: it was cut at ``max_records``, or a partition's end as
+    the fetch response gave it lies beyond the last record fetched from it."""
+    if sum(len(batch) for batch in fetched.values()) >= max_records:
+        return True
+    for tp, batch in fetched.items():
+        end = _known_end(consumer, tp)
+        if batch and end is not None and end > batch[-1].offset + 1:
+            return True
+    return False
 
 
 def _known_end(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:

@@ -163,6 +163,8 @@ class PartitionClock:
         if source is None:  # an extractor older than per-source watermarks: its maximum
             self.observe(time_ms, wall_ms)
             return
+        if self._superseded(source):
+            return  # an older generation of an extractor that has spoken since
         known = self.sources.get(source)
         mark = max(time_ms, known[0]) if known else time_ms
         self.sources[source] = [mark, wall_ms, idle_ms or SOURCE_IDLE_MS]
@@ -171,6 +173,28 @@ class PartitionClock:
         self.wall_ms = max(self.wall_ms, wall_ms)  # a source speaks: idle time counts from here
         for gone in [s for s, (_, heard, _) in self.sources.items() if wall_ms - heard > SOURCE_FORGET_MS]:
             del self.sources[gone]
+
+    def _superseded(self, source: str) -> bool:
+        """True for a generation older than one of the same extractor already heard; a newer one
+        retires the older ones at once. An extractor that restarts or is rebalanced reads each of
+        its partitions again from the committed offsets, so its new generation speaks for all it
+        holds; the old one, silent since, would otherwise hold event time back for its whole idle
+        time, which an extractor that was behind its input makes long (streams/extract_worker.py
+        ``source_idle_ms``)."""
+        instance, generation = _generation(source)
+        if generation is None:
+            return False
+        older = []
+        for other in self.sources:
+            other_instance, other_generation = _generation(other)
+            if other_instance == instance and other_generation is not None:
+                if other_generation > generation:
+                    return True
+                if other_generation < generation:
+                    older.append(other)
+        for other in older:
+            del self.sources[other]
+        return False
 
     def observe_placed(self, source: str, time_ms: int, wall_ms: int) -> None:
         """A workload partition's word (a ``placed`` record, streams/wire.py) that every placement
@@ -251,3 +275,9 @@ class PartitionClock:
 
     def save(self, table: MutableMapping[Any, Any], key: str) -> None:
         table[key] = state_codec.write(self.to_dict())
+
+
+def _generation(source: str) -> tuple[str, int | None]:
+    """An extractor's watermark source is ``<instance>.<generation>`` (streams/watermarks.py)."""
+    instance, _, generation = source.rpartition(".")
+    return (instance, int(generation)) if instance and generation.isdigit() else (source, None)

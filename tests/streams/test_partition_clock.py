@@ -65,8 +65,38 @@ def test_an_extractor_that_keeps_saying_the_same_time_holds_the_clock():
 def test_extractors_silent_for_an_hour_are_forgotten():
     clock = PartitionClock()
     _heard(clock, "a.0", T, W)
-    _heard(clock, "a.1", T + 1_000, W + SOURCE_FORGET_MS + 1)  # a rebalance, an hour later
-    assert list(clock.sources) == ["a.1"]
+    _heard(clock, "b.0", T + 1_000, W + SOURCE_FORGET_MS + 1)  # a was scaled away an hour ago
+    assert list(clock.sources) == ["b.0"]
+
+
+def test_an_extractor_behind_its_input_holds_the_clock_past_the_idle_time_when_it_falls_silent():
+    # b said it had records left to read, then died: its lines will come from whoever takes its
+    # partitions, so the clock waits for them instead of following a alone after 10 s
+    clock = PartitionClock()
+    clock.on_watermark(wire.watermark(T, "b.0", IDLE_MS + 20_000), W)
+    _heard(clock, "a.0", T + 90_000, W + IDLE_MS)
+    assert clock.effective(W + IDLE_MS) == T
+    _heard(clock, "a.0", T + 95_000, W + IDLE_MS + 20_000)
+    assert clock.effective(W + IDLE_MS + 20_000) == T + 95_000  # its hold is over
+
+
+def test_a_new_generation_of_an_extractor_retires_its_older_one_at_once():
+    # a restarted (or rebalanced) extractor reads its partitions again from the committed
+    # offsets: its new generation speaks for all it holds, the silent old one no longer counts
+    clock = PartitionClock()
+    clock.on_watermark(wire.watermark(T, "a.3", IDLE_MS + 20_000), W)  # behind when it lost the broker
+    _heard(clock, "b.0", T + 90_000, W + 1_000)
+    _heard(clock, "a.4", T + 60_000, W + 2_000)
+    assert list(clock.sources) == ["b.0", "a.4"]
+    assert clock.effective(W + 2_000) == T + 60_000
+
+
+def test_an_older_generation_heard_after_a_newer_one_changes_nothing():
+    clock = PartitionClock()
+    _heard(clock, "a.4", T + 60_000, W)
+    _heard(clock, "a.3", T, W + 1)
+    assert list(clock.sources) == ["a.4"]
+    assert clock.effective(W + 1) == T + 60_001
 
 
 def test_a_clock_saved_before_per_extractor_watermarks_loads_and_goes_on():

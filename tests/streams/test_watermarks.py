@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from streams.extract_worker import ExtractorWorker
+from streams.extract_worker import SESSION_TIMEOUT_MS, ExtractorWorker, more_to_read
 from streams.settings import Settings
 from streams.watermarks import InputWatermarks
 
@@ -191,3 +191,26 @@ def test_the_worker_trusts_a_fresh_fetch_for_a_partitions_end_and_asks_the_broke
     consumer.positions[syslog1] = 900  # read them
     asyncio.run(worker._read_up_to_ends(consumer))
     assert worker.inputs.advance(0) == DAY2  # all read to their ends: the latest time read
+
+
+def test_an_extractor_behind_its_input_asks_correlators_to_wait_for_it_longer(bundled_ruleset):
+    # its last fetch stopped short of the partition's end: if it dies now, its unread lines come
+    # from the member that takes its partitions, one or two session timeouts later
+    worker = ExtractorWorker(Settings(), bundled_ruleset)
+    worker.inputs.assign([SYSLOG0], 0)
+    syslog0 = TopicPartition(*SYSLOG0)
+    batch = [_syslog_record(SYSLOG0, DAY1)]  # offset 0
+    consumer = _Consumer(positions={syslog0: 1}, fetched={syslog0: (800, time.time() * 1000)}, on_broker={})
+    worker.behind = more_to_read(consumer, {syslog0: batch}, max_records=5_000)
+    assert worker.process(batch).mark["idle_ms"] == IDLE_MS + 2 * SESSION_TIMEOUT_MS
+    consumer.fetched[syslog0] = (1, time.time() * 1000)  # read to its end
+    worker.behind = more_to_read(consumer, {syslog0: batch}, max_records=5_000)
+    assert worker.process(batch).mark["idle_ms"] == IDLE_MS
+
+
+def test_a_fetch_cut_at_its_record_limit_means_more_to_read():
+    syslog0 = TopicPartition(*SYSLOG0)
+    batch = [_syslog_record(SYSLOG0, DAY1)] * 3
+    consumer = _Consumer(positions={syslog0: 3}, fetched={}, on_broker={})  # no end known
+    assert more_to_read(consumer, {syslog0: batch}, max_records=3)
+    assert not more_to_read(consumer, {syslog0: batch}, max_records=4)
