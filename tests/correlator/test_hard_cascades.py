@@ -183,6 +183,38 @@ def test_a_segfault_in_a_vendor_library_is_system_software_in_python_the_users(e
     assert verdict.sub_domain == domain
 
 
+def survivors_completion_errors(seconds: float, peer: str = "10.0.0.6", skip: str = "gpu006") -> list[LogLine]:
+    return [
+        line(nccl(n, IB_ERROR_12.format(peer=peer)), n, seconds + i * 0.1)
+        for i, n in enumerate(NODES)
+        if n != skip
+    ]
+
+
+@pytest.mark.parametrize(
+    ("library", "domain"),
+    [("libnccl.so.2", "system_software"), ("python3.10", "user")],
+)
+def test_a_rank_that_segfaults_is_the_cause_of_its_survivors_completion_errors_not_the_fabric(
+    engine, library, domain
+):
+    segv = f"python[88213]: segfault at 7f2a10 ip 00007f2a1c3e sp 00007ffd9 error 4 in {library}[7f+1a]"
+    lines = [line(segv, "gpu006", 100, "dmesg"), *survivors_completion_errors(101)]
+    verdict = verdict_of(engine, lines, [start("5011"), end("5011", 160, "FAILED")])
+    assert (verdict.sub_domain, verdict.uncertainty_type) == (domain, "weak_evidence")
+    assert verdict.root_symptom.symptom.endswith("segfault")
+    assert roles(verdict)["nccl_ib_completion_error"] == "downstream"
+
+
+def test_a_survivor_that_segfaults_after_its_own_transport_error_does_not_hide_the_fabric(engine):
+    # the completion errors come first everywhere; one survivor then crashes in the abort
+    segv = "python[88213]: segfault at 0 ip 00007f2a1c3e sp 00007ffd9 error 4 in python3.10[7f+1a]"
+    lines = [*survivors_completion_errors(100), line(segv, "gpu003", 103, "dmesg")]
+    verdict = verdict_of(engine, lines, [start("5012"), end("5012", 160, "FAILED")])
+    assert verdict.root_symptom.symptom == "nccl_ib_completion_error"
+    assert verdict.sub_domain != "user"
+
+
 def test_a_pod_evicted_for_node_memory_pressure_is_infrastructure_on_that_node(engine):
     evicted = (
         "k8s reason=Evicted kind=Pod object=ml/train-0 node=gpu-node-7 message=The node was low on "
