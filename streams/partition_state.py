@@ -174,6 +174,20 @@ class PartitionClock:
         for gone in [s for s, (_, heard, _) in self.sources.items() if wall_ms - heard > SOURCE_FORGET_MS]:
             del self.sources[gone]
 
+    def _forget_silent_sources(self, wall_ms: int) -> None:
+        """Event time as it stands at ``wall_ms`` once the sources whose idle time has run out since
+        the last watermark no longer count. A held source (one that died behind its input) must
+        free the clock when its hold ends even if no extractor speaks again: a replacement that has
+        read everything by then stays silent, and the clock stood at the dead one's mark (a kill -9
+        test: no verdict in 150 s). When every source is silent, each has read its partitions to
+        their ends (or its hold would still run), so the latest of their marks stands for all, as
+        the extractor itself does for its idle partitions (streams/watermarks.py)."""
+        if not self.sources:
+            return
+        marks = self.sources.values()
+        live = [mark for mark, heard, idle in marks if wall_ms - heard < idle]
+        self.event_ms = max(self.event_ms, min(live) if live else max(mark for mark, _, _ in marks))
+
     def _superseded(self, source: str) -> bool:
         """True for a generation older than one of the same extractor already heard; a newer one
         retires the older ones at once. An extractor that restarts or is rebalanced reads each of
@@ -238,6 +252,7 @@ class PartitionClock:
         return min(live or [mark for mark, _, _ in self.placers.values()])
 
     def effective(self, wall_ms: int) -> int:
+        self._forget_silent_sources(wall_ms)
         idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0
         self.effective_ms = max(self.effective_ms, self.event_ms + idle)
         if not self.history or wall_ms - self.history[-1][0] >= HISTORY_STEP_MS:
