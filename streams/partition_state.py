@@ -168,13 +168,12 @@ class PartitionClock:
         known = self.sources.get(source)
         mark = max(time_ms, known[0]) if known else time_ms
         self.sources[source] = [mark, wall_ms, idle_ms or SOURCE_IDLE_MS]
-        live = [mark for mark, heard, idle in self.sources.values() if wall_ms - heard < idle]
-        self.event_ms = max(self.event_ms, min(live))
+        self._follow_sources(wall_ms)
         self.wall_ms = max(self.wall_ms, wall_ms)  # a source speaks: idle time counts from here
         for gone in [s for s, (_, heard, _) in self.sources.items() if wall_ms - heard > SOURCE_FORGET_MS]:
             del self.sources[gone]
 
-    def _forget_silent_sources(self, wall_ms: int) -> None:
+    def _follow_sources(self, wall_ms: int) -> None:
         """Event time as it stands at ``wall_ms`` once the sources whose idle time has run out since
         the last watermark no longer count. A held source (one that died behind its input) must
         free the clock when its hold ends even if no extractor speaks again: a replacement that has
@@ -252,7 +251,7 @@ class PartitionClock:
         return min(live or [mark for mark, _, _ in self.placers.values()])
 
     def effective(self, wall_ms: int) -> int:
-        self._forget_silent_sources(wall_ms)
+        self._follow_sources(wall_ms)
         idle = max(0, wall_ms - self.wall_ms) if self.wall_ms else 0
         self.effective_ms = max(self.effective_ms, self.event_ms + idle)
         if not self.history or wall_ms - self.history[-1][0] >= HISTORY_STEP_MS:
