@@ -98,12 +98,13 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
         cache, deleted = self.cache, self.deleted
         return len(cache) + sum(1 for k in self._stored_keys() if k not in cache and k not in deleted)
 
-    def persist(self, keys: set[str]) -> None:
-        """Write the touched keys back to the table, and the deleted ones' tombstones."""
-        stored = self._stored
+    def persist(self, keys: set[str]) -> int:
+        """Write the touched keys back to the table, and the deleted ones' tombstones; how many."""
+        stored, written = self._stored, 0
         for key in self.deleted:
             if key not in self.cache and key in self.table:
                 del self.table[key]
+                written += 1
                 if stored is not None:
                     stored.pop(key, None)
         self.deleted = set()
@@ -111,8 +112,10 @@ class PartitionView(MutableMapping[str, T], Generic[T]):
             value = self.cache.get(key)
             if value is not None:
                 self.table[key] = self.encode(value)
+                written += 1
                 if stored is not None and self._mine(key):
                     stored[key] = None
+        return written
 
 
 @dataclass

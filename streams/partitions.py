@@ -29,8 +29,14 @@ EXPIRE_EVERY_MS = 10_000
 EXPIRE_DELAY_MS = 60_000
 OVERDUE_MIN_S = 120.0
 #: State changes and the offset marker go to the changelog together, at most this often (record
-#: time): see _Partition.persist.
+#: time): see _Partition.persist and flush_interval_ms.
 FLUSH_EVERY_MS = 1_000
+#: The longest a flush waits (record time): a recovered partition reads at most this much input again.
+FLUSH_MAX_MS = 10_000
+#: Changelog keys a partition writes per second of record time, on average, before its flushes
+#: space out: a flush rewrites every node the interval touched, and a 12,500-node cluster touches
+#: all of them every second.
+FLUSH_KEYS_PER_S = 500
 #: Records after which the partition looks for runs that became due: the extractor's watermark
 #: (after every batch), the correlator's ticks (every 0.5 s) and placements/job events.
 CLOCK_KINDS = frozenset({"wm", "tick", "place", "places", "job", "reported"})
@@ -43,6 +49,20 @@ RECOVERY_WAIT_MS = 600_000
 #: partition tells the workload partitions how far its reports have gone, at most this often
 #: (record time): see WorkloadPartition.announce and NodePartition.announce.
 ANNOUNCE_EVERY_MS = 1_000
+
+
+def flush_interval_ms(keys_written: int) -> int:
+    """The record time until the next flush, from the number of keys the last one wrote.
+
+    Every flush rewrites each key the interval touched, so with a fixed interval the changelog's
+    write rate grows with the cluster: at 12,500 nodes, every node's line counts (and in a storm its
+    symptoms) once a second, ~200 MB of changelog for a 1 M-line storm, and a correlator that
+    spent its time producing them fell a minute behind its input (docs/performance.md, "Flushes
+    spaced by their size"). Spacing flushes by their size bounds the rate at ``FLUSH_KEYS_PER_S``
+    per partition, up to ``FLUSH_MAX_MS``; a small cluster still flushes every second. A longer
+    interval costs only replay after a crash: the records after the marker are read and applied
+    again (streams/gap_fill.py)."""
+    return min(FLUSH_MAX_MS, max(FLUSH_EVERY_MS, keys_written * 1000 // FLUSH_KEYS_PER_S))
 
 
 def line_counts_key(node: str) -> str:
@@ -78,6 +98,7 @@ class _Partition:
         self._clock_record = False
         self._wall_ms = 0
         self._flushed_ms = 0
+        self._flush_every_ms = FLUSH_EVERY_MS
 
     @property
     def torn_flush(self) -> tuple[int, int] | None:
@@ -115,7 +136,8 @@ class _Partition:
 
     def persist(self, everything: bool = False) -> None:
         """Write what changed since the last flush to the table (its changelog), then the clock
-        with its offset marker: at most once a second of record time, and always with ``everything``
+        with its offset marker: at most once a second of record time (longer after a large flush:
+        flush_interval_ms), and always with ``everything``
         (before a rebalance hands the partition over).
 
         State and marker go together, so a recovered partition is a snapshot of one moment: the
@@ -124,15 +146,16 @@ class _Partition:
         with the same content, which their consumers take as the same report or revision. Writing
         once a second, not once a record, is also what keeps a 1,250-node job's storm from being
         a changelog produce per node per batch (docs/architecture.md)."""
-        if not everything and self._wall_ms - self._flushed_ms < FLUSH_EVERY_MS:
+        if not everything and self._wall_ms - self._flushed_ms < self._flush_every_ms:
             return
         self._flushed_ms = self._wall_ms
         self._stamp = self.clock.offset
         self.table[self.intent_key] = state_codec.write({"at": self._stamp})
-        self._write_changes()
+        self._flush_every_ms = flush_interval_ms(self._write_changes())
         self.clock.save(self.table, self.clock_key)
 
-    def _write_changes(self) -> None:
+    def _write_changes(self) -> int:
+        """Write what changed since the last flush; the number of keys written or deleted."""
         raise NotImplementedError
 
     def _expire_at(self, wall_ms: int) -> int | None:
@@ -223,20 +246,23 @@ class NodePartition(_Partition):
         node = group.node or ""
         return [] if self._already_in(node, node, offset) else self.nodes.on_group(group)
 
-    def _write_changes(self) -> None:
+    def _write_changes(self) -> int:
         """A node's symptoms and runs are one record and its line counts another: counts change
         with nearly every batch, the rest rarely."""
         changed = self.nodes.take_touched(with_counts=False)
         counted = changed | self.nodes.take_touched(with_counts=True)  # an expiry forgets counts too
-        self.view.persist(changed)
+        written = self.view.persist(changed)
         for node in self.nodes.take_dropped():
             if self.view.cache.get(node) is None and line_counts_key(node) in self.table:
                 del self.table[line_counts_key(node)]
+                written += 1
         for node in counted:
             state = self.view.cache.get(node)
             if state is not None:
                 counts = state_codec.encode_line_counts(state.window.line_slots, self._stamp)
                 self.table[line_counts_key(node)] = counts
+                written += 1
+        return written
 
 
 class WorkloadPartition(_Partition):
@@ -378,7 +404,7 @@ class WorkloadPartition(_Partition):
     def _encode_run(self, state: WorkloadState) -> bytes:
         return state_codec.encode_workload_run(state, self._stamp)
 
-    def _write_changes(self) -> None:
+    def _write_changes(self) -> int:
         """The changed run records, then each changed (workload, node) record: a node's report
         and direct symptoms are a record of their own, so no record grows with the number of
         nodes (docs/architecture.md, "Record sizes").
@@ -397,7 +423,8 @@ class WorkloadPartition(_Partition):
         for key, record in records.items():
             if record is None and key in self.table:
                 del self.table[key]
-        self.view.persist(self.workloads.take_touched() | {workload_id for workload_id, _ in changes})
+        written = self.view.persist(self.workloads.take_touched() | {workload_id for workload_id, _ in changes})
         for key, record in records.items():
             if record is not None:
                 self.table[key] = record
+        return written + len(records)

@@ -73,6 +73,16 @@ async def _wait_verdict(
     return None
 
 
+async def _caught_up(settings, namespace: str, since: float) -> float:
+    """Seconds from ``since`` until the correlator has committed every node event written: the
+    part of the latency that is the correlator's backlog (the rest is its clocks' wait)."""
+    node_events = [settings.topic("faultstream.node-events")]
+    async with GroupProgress(settings, f"{namespace}faultstream-correlator", node_events) as progress:
+        while await progress.done() < await progress.written(node_events):
+            await asyncio.sleep(0.1)
+    return time.monotonic() - since
+
+
 def run_one(nodes: int, count: int, grace_s: float, workdir: Path, after_s: int = 30) -> None:
     namespace = f"storm{secrets.token_hex(3)}."
     settings = load_settings(namespace=namespace)
@@ -105,25 +115,35 @@ def run_one(nodes: int, count: int, grace_s: float, workdir: Path, after_s: int 
             async with GroupProgress(settings, f"{namespace}faultstream-extractor", ingest) as progress:
                 span = await progress.wait_for(records, extractor.check_alive, poll_s=0.05)
             consumed = time.monotonic()
+            caught_up = asyncio.create_task(_caught_up(settings, namespace, consumed))
             first = await _wait_verdict(settings.redis_url, namespace, correlator, lambda v: True)
             if first is None:
                 raise TimeoutError(f"no verdict:\n{correlator.tail()}")
             latency = time.monotonic() - consumed
+            node_state = f"{namespace}faultstream-correlator-node-state-changelog"
+            async with GroupProgress(settings, "", []) as offsets:
+                changelog.append(await offsets.written([node_state]))
+            caught_up.cancel()
+            behind.append(caught_up.result() if caught_up.done() and not caught_up.cancelled() else None)
             # a verdict decided before every node reported (the overdue fallback) is revised later
             redis = settings.redis_url
             final = first if same(first) else await _wait_verdict(redis, namespace, correlator, same)
             settled = time.monotonic() - consumed if final else None
             return span.records / span.seconds, latency, first, settled
 
+        behind: list[float | None] = []
+        changelog: list[int] = []  # node-state changelog records written by the verdict
         rate, latency, verdict, settled = asyncio.run(measure())
+        caught = f"{behind[0]:.2f} s" if behind and behind[0] is not None else "not before the verdict"
         rss = correlator.peak_rss_mb()
         right = (verdict["sub_domain"], verdict["responsible_nodes"]) == ("hardware", [storm_xid_node(nodes)])
         settled_s = f"{settled:.1f} s" if settled is not None else "never (timed out)"
         revised = "" if same(verdict) else f"; a later revision equal to backtest after {settled_s}"
         print(
             f"{nodes:>7,} nodes {count:>10,} lines | load {loaded:6.1f} s | extractor {rate:>9,.0f} lines/s | "
-            f"consumed → verdict {latency:5.2f} s (grace {grace_s:g} s, {after_s} s after) | "
-            f"correlator peak RSS {rss:6.0f} MB | "
+            f"consumed → verdict {latency:5.2f} s (grace {grace_s:g} s, {after_s} s after; "
+            f"correlator committed every node event {caught}) | "
+            f"correlator peak RSS {rss:6.0f} MB, node-state changelog {changelog[0]:,} records | "
             f"first verdict right: {right}, equal to backtest: {same(verdict)}{revised}",
             flush=True,
         )
