@@ -172,8 +172,12 @@ SYSTEMIC_TAGS = frozenset({"nic", "transport", "fabric"})
 
 
 def _systemic(run: WorkloadRun, considered: list[JudgedGroup]) -> bool:
-    """Every deciding cause is a NIC / transport error, and one of them was logged by every node."""
+    """Every deciding cause is a NIC / transport error, and one of them was logged by every node.
+    Not when a deciding cause is the user's: a job's own NCCL setting naming an interface no node
+    has (`NCCL_SOCKET_IFNAME`) fails on every node too, and it is still the job's."""
     if len(run.nodes) < 2 or not all(SYSTEMIC_TAGS & set(i.rule.tags) for i in considered):
+        return False
+    if any(i.rule.domain == Domain.USER for i in considered):
         return False
     nodes_by_symptom: dict[str, set[str]] = {}
     for item in considered:

@@ -12,8 +12,6 @@ a NaN that only silent data corruption would explain, and a heat-slowed run reac
 
 from __future__ import annotations
 
-import pytest
-
 from tests.correlator.conftest import roles
 from tests.correlator.test_incident_stories import (
     CHILD_FAILED,
@@ -316,14 +314,6 @@ def test_a_spot_gpu_node_reclaimed_under_a_pytorchjob_is_infrastructure_on_that_
     assert verdict.root_symptom.node == "gpu-node-23"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: correlator/decide.py _systemic() turns causes that are all tagged "
-    "nic/transport/fabric and logged on every node into system_software, even when the rule's own "
-    "domain is user (network.nccl.socket-ifname, tags [nic]); the same line on some nodes is user "
-    "(test_hard_cascades). Fixing it means the Python check skipping user-domain causes, or the rule's "
-    "tag changed in rules/symptoms/network (owned by another helper this round); no refiner can raise a domain",
-)
 def test_a_socket_ifname_that_matches_no_interface_on_any_node_is_the_users_setting(engine):
     """EvolvingLMMs-Lab/open-r1-multimodal#7 (also pytorch/pytorch#29482): 'NCCL error in: ...
     ProcessGroupNCCL.cpp:2588, internal error ... ncclInternalError: Internal check failed. Last error:
