@@ -84,3 +84,24 @@ def test_a_degraded_mirror_does_not_outrank_the_jobs_own_out_of_memory_kill(engi
     verdict = verdict_of(engine, story, "7104")
     assert verdict.sub_domain == "user"
     assert verdict.root_symptom.symptom != "md_member_failed"
+
+
+CHECKPOINT_EIO = (
+    "ERROR: megatron.core.dist_checkpointing.strategies.filesystem_async: Local process 0 encountered an "
+    "error: [Errno 5] Input/output error",
+)
+MEDIUM_ERROR = ("blk_update_request: critical medium error, dev nvme0n1, sector 1953524992",)
+
+
+def test_a_checkpoint_eio_alone_is_the_storage_and_blames_no_node(engine):
+    verdict = verdict_of(engine, lines(CHECKPOINT_EIO, "gpu002", 200, "applog"), "7105")
+    assert (verdict.sub_domain, verdict.responsible_nodes) == ("infrastructure", [])
+    assert verdict.uncertainty_type == "weak_evidence"
+
+
+def test_a_checkpoint_eio_after_the_nodes_own_disk_failed_is_that_disks_echo(engine):
+    story = lines(MEDIUM_ERROR, "gpu002", 199) + lines(CHECKPOINT_EIO, "gpu002", 200, "applog")
+    verdict = verdict_of(engine, story, "7106")
+    assert (verdict.sub_domain, verdict.responsible_nodes) == ("hardware", ["gpu002"])
+    [eio] = [step for step in verdict.chain if step.rule_id == "storage.app.io-error"]
+    assert eio.role == "downstream" and eio.explained_by.startswith("refine.io-error-after-disk-fault")
