@@ -140,7 +140,10 @@ def test_the_envelopes_wall_clock_dates_the_line_in_any_locale_and_precision(fai
 
 def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     """No envelope adds evidence to a healthy line; the few healthy lines that show a symptom bare
-    (boot banners: docs/accuracy.md) show the same one in every envelope."""
+    show the same one in every envelope. They are seven, each named in docs/accuracy.md: two boot
+    banners (context), an mlx5 `Cable unplugged` on an empty port, and four real lines of round 11
+    that print the same text in failed jobs (a TCPStore client's reset and its stack header,
+    retried; an RM lock assertion; an nvidia-uvm UBSAN report, a weak cause since)."""
     rows = _by_row(healthy)
     assert len(rows) >= 4000
     added = [
@@ -151,7 +154,7 @@ def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     ]
     assert not added, added[:10]
     showing = {row for row, envelopes in rows.items() if envelopes["plain"].signature}
-    assert len(showing) <= 3, sorted(showing)
+    assert len(showing) <= 7, sorted(showing)
 
 
 def test_a_rules_own_examples_fire_in_every_envelope_their_bare_message_fires_in(bundled_ruleset, judge):
