@@ -80,7 +80,6 @@ def test_an_extractor_behind_its_input_holds_the_clock_past_the_idle_time_when_i
     assert clock.effective(W + IDLE_MS + 20_000) == T + 95_000  # its hold is over
 
 
-
 def test_a_held_extractor_frees_the_clock_when_its_hold_ends_even_if_no_one_speaks_again():
     # b died behind its input; a took its partitions, read everything and fell silent before b's
     # hold ended: the clock must not stay at b's mark until another watermark comes
@@ -89,6 +88,7 @@ def test_a_held_extractor_frees_the_clock_when_its_hold_ends_even_if_no_one_spea
     _heard(clock, "a.0", T + 90_000, W + 5_000)  # a's last word: everything read
     assert clock.effective(W + 10_000) == T + 5_000  # b holds it: only the wall time since a spoke
     assert clock.effective(W + IDLE_MS + 20_000) == T + 90_000 + IDLE_MS + 15_000  # a's mark, a's silence
+
 
 def test_a_new_generation_of_an_extractor_retires_its_older_one_at_once():
     # a restarted (or rebalanced) extractor reads its partitions again from the committed
