@@ -30,7 +30,7 @@ from pathlib import Path
 
 from correlator.settings import CorrelatorSettings
 from extractors.loader import load_ruleset
-from scripts.bench.kafka_load import REPO, GroupProgress, Worker, delete_namespace_topics
+from scripts.bench.kafka_load import REPO, GroupProgress, Offsets, Worker, delete_namespace_topics
 from scripts.bench.workload import AFTER_PER_SECOND, STORM_JOB, storm_xid_node, write_storm_recording
 from sinks.redis_reader import recent_verdicts
 from streams.backtest import backtest, latest_revisions
@@ -121,7 +121,7 @@ def run_one(nodes: int, count: int, grace_s: float, workdir: Path, after_s: int 
                 raise TimeoutError(f"no verdict:\n{correlator.tail()}")
             latency = time.monotonic() - consumed
             node_state = f"{namespace}faultstream-correlator-node-state-changelog"
-            async with GroupProgress(settings, "", []) as offsets:
+            async with Offsets(settings) as offsets:
                 changelog.append(await offsets.written([node_state]))
             caught_up.cancel()
             behind.append(caught_up.result() if caught_up.done() and not caught_up.cancelled() else None)
