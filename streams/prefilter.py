@@ -23,16 +23,20 @@ from orjson import loads
 
 from correlator.evidence import SLOT_MS
 from extractors.matchers import HyperscanMatcher
+from streams.fast_pick import fast_pick_record
 from streams.future_lines import AHEAD_LIMIT_MS, mark_ms, reference_ms
 from streams.normalize import SCHEDULER_SOURCE as SCHEDULER
 from streams.normalize import common_fields, normalize_record, topic_source
-from streams.normalize.log_record import common_record_fields
+from streams.normalize.log_record import USER_WRITTEN_SOURCES, common_record_fields
 from streams.records import DeadLetter, JobEvent, LogLine
 from streams.topics import record_time_ms
 
 __all__ = ["PickedBatch", "pick_batch"]
 
 Partition = tuple[str, int]
+#: streams/normalize/_fastpick.c: ``_common``'s answer in C, or None for "not sure"; None when the
+#: module is not built or FAULTSTREAM_PURE_PICK=1 (tests/streams/test_fastpick.py)
+_fast = fast_pick_record
 _TOPIC = attrgetter("topic")
 
 
@@ -80,12 +84,18 @@ def pick_batch(
     # getmany hands records over partition by partition: the latest time of each run of them
     run: Partition = ("", -1)
     run_ms: int | None = None
+    fast, user_written = _fast, USER_WRITTEN_SOURCES  # locals: read once per line
     for index, record in enumerate(records):
         if record.partition != run[1] or record.topic != run[0]:
             _end_run(latest, run, run_ms)
             run, run_ms = (record.topic, record.partition), None
         source = logs.get(record.topic)
-        fields = None if source is None else _common(record, source)  # the hot path: one call per line
+        if source is None:
+            fields = None
+        else:  # the hot path: the compiled picker (None: it declines), then the Python one
+            fields = fast(record, source, user_written) if fast is not None else None
+            if fields is None:
+                fields = _common(record, source)
         if fields is not None:
             common.append(index)
             texts.append(fields[0])
