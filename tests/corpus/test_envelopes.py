@@ -138,12 +138,24 @@ def test_the_envelopes_wall_clock_dates_the_line_in_any_locale_and_precision(fai
     assert not wrong, (len(wrong), wrong[:10])
 
 
+# Healthy rows that show a symptom bare, each decided (docs/accuracy.md, "benign false positives").
+KNOWN_HEALTHY_HITS = {
+    "healthy-kernel-0010",  # a boot banner: kernel.boot, shown as context
+    "healthy-kernel-0071",  # the same, behind a syslog prefix
+    "healthy-kernel-0157",  # mlx5 `Cable unplugged` on a port without a cable
+    "fresh11a-healthy-nvidia_driver-003",  # nvidia-uvm UBSAN report (kernel.ubsan-report, weak)
+    "fresh11a-healthy-nvidia_driver-006",  # RM `!rmapiLockIsOwner()` assertion
+    "fresh11a-healthy-pytorch_distributed-001",  # TCPStore recvValue reset, retried and healed
+    "fresh11a-healthy-pytorch_distributed-002",  # its stack header
+    "fresh12a-healthy-storage-001",  # smartd `ATA error count increased` (an echo, never a cause)
+    "fresh12a-healthy-storage-002",  # smartd `Self-Test Log error count increased` (the same)
+}
+
+
 def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     """No envelope adds evidence to a healthy line; the few healthy lines that show a symptom bare
-    show the same one in every envelope. They are seven, each named in docs/accuracy.md: two boot
-    banners (context), an mlx5 `Cable unplugged` on an empty port, and four real lines of round 11
-    that print the same text in failed jobs (a TCPStore client's reset and its stack header,
-    retried; an RM lock assertion; an nvidia-uvm UBSAN report, a weak cause since)."""
+    show the same one in every envelope, and they are exactly the ones named in docs/accuracy.md
+    (KNOWN_HEALTHY_HITS): a new one fails here until someone decides about it."""
     rows = _by_row(healthy)
     assert len(rows) >= 4000
     added = [
@@ -154,7 +166,7 @@ def test_a_healthy_line_stays_healthy_in_every_envelope(healthy):
     ]
     assert not added, added[:10]
     showing = {row for row, envelopes in rows.items() if envelopes["plain"].signature}
-    assert len(showing) <= 7, sorted(showing)
+    assert showing <= KNOWN_HEALTHY_HITS, sorted(showing - KNOWN_HEALTHY_HITS)
 
 
 def test_a_rules_own_examples_fire_in_every_envelope_their_bare_message_fires_in(bundled_ruleset, judge):
