@@ -8,6 +8,10 @@ in file order, so the verdicts are the same whatever the number of workers.
 
 This is the adapter around the pure engine: it reads the recording, builds the matcher (with its
 database cache in ``matcher_cache_dir``) and dates lines without a year near the recording's time.
+A recording line holding one shipper record is read in C (``pick_line``, the live extractor's
+compiled picker: streams/normalize/_fastpick.c) without decoding it in Python; every line it
+declines takes the Python path, which gives the same lines wherever both answer
+(tests/streams/test_backtest_fastpick.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 from correlator.batching import BatchContribution, collapse_batch
@@ -27,9 +32,11 @@ from correlator.settings import CorrelatorSettings
 from correlator.verdict import Verdict
 from extractors.loader import Ruleset
 from extractors.matchers import HyperscanMatcher, ReferenceMatcher
-from streams.future_lines import mark_ms
+from streams.fast_pick import PickLine, fast_pick_line
+from streams.future_lines import AHEAD_LIMIT_MS, mark_ms
 from streams.gc_policy import relax_for_batches
-from streams.normalize import common_fields, normalize_record, topic_source
+from streams.normalize import SCHEDULER_SOURCE, common_fields, normalize_record, topic_source
+from streams.normalize.log_record import USER_WRITTEN_SOURCES
 from streams.recording import parse_recording_line
 from streams.records import DEFAULT_TOPICS, DeadLetter, JobEvent, LogLine
 from streams.settings import DEFAULT_MATCHER_CACHE_DIR
@@ -97,14 +104,45 @@ def _raw_blocks(path: Path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
             line_no += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
 
 
+#: The log topics the compiled picker may answer for, topic → source (``topic_source``'s answer;
+#: never the scheduler's topic): the default topics', and other ``logs.*`` topics as the Python
+#: path meets them (once per topic and process).
+_LOG_SOURCES: dict[str, str] = {
+    topic: source for topic, source in DEFAULT_TOPICS.items() if source != SCHEDULER_SOURCE
+}
+#: What ``_extract`` normalizes with: the compiled picker, or None (the Python path alone; tests)
+_PICK_LINE: PickLine | None = fast_pick_line
+
+
 def _normalize(
-    first: int, block: bytes, reference_ms: int | None, marks: _Marks | None = None
+    first: int,
+    block: bytes,
+    reference_ms: int | None,
+    marks: _Marks | None = None,
+    pick_line: PickLine | None = fast_pick_line,
 ) -> tuple[int, list[LogLine], list[JobEvent], list[DeadLetter]]:
+    """A block's records, lines, job events and dead letters. ``pick_line``: the compiled picker
+    (streams/normalize/_fastpick.c), asked first for every line; every line it declines takes the
+    Python path below unchanged (None: the Python path alone, as without a C compiler)."""
     lines: list[LogLine] = []
     events: list[JobEvent] = []
     dead: list[DeadLetter] = []
     records = 0
+    log_sources, user_written = _LOG_SOURCES, USER_WRITTEN_SOURCES
+    picked_latest = -1  # the latest time of the picked lines within the limit of their record's
     for offset, raw in enumerate(block.split(b"\n")):
+        if pick_line is not None:  # the common recording line of one shipper line, read in C
+            picked = pick_line(raw, first + offset, log_sources, user_written)
+            if picked is not None:
+                records += 1
+                text, host, time_ms, source, origin, stamp = picked
+                lines.append(LogLine(text, host, time_ms, source, origin, None, None))
+                if time_ms > stamp + AHEAD_LIMIT_MS:  # stamp: an int >= 0, so mark_ms's test inline
+                    if marks is not None:
+                        marks.add(time_ms, stamp)
+                elif time_ms > picked_latest:
+                    picked_latest = time_ms
+                continue
         if not raw.strip():
             continue
         records += 1
@@ -113,6 +151,8 @@ def _normalize(
             dead.append(record)
             continue
         source = topic_source(record.topic, DEFAULT_TOPICS)
+        if source is not None and source != SCHEDULER_SOURCE and record.topic not in log_sources:
+            log_sources[record.topic] = source
         try:  # nearly every record is one shipper line: one pass, no Normalized (the same LogLine)
             fields = None if source is None else common_fields(
                 source, record.value, record.key, record.timestamp_ms, reference_ms
@@ -134,9 +174,12 @@ def _normalize(
         if marks is not None:
             for time_ms in [line.time_ms for line in out.lines] + [event.time_ms for event in out.events]:
                 marks.add(time_ms, record.timestamp_ms)
+    if marks is not None and picked_latest >= 0:
+        marks.add(picked_latest, None)  # the latest of them moves event time as each would have
     return records, lines, events, dead
 
 
+_TIME_MS = attrgetter("time_ms")
 _MATCHER: HyperscanMatcher | ReferenceMatcher | None = None
 _CLAIMS = ClaimCheck(())
 _REFERENCE_MS: int | None = None
@@ -171,9 +214,9 @@ def _extract(job: tuple[int, bytes]) -> _Extracted:
     first, block = job
     assert _MATCHER is not None
     marks = _Marks()
-    records, lines, events, dead = _normalize(first, block, _REFERENCE_MS, marks)
+    records, lines, events, dead = _normalize(first, block, _REFERENCE_MS, marks, _PICK_LINE)
     symptoms = _CLAIMS.keep_own_nodes(_MATCHER.extract_batch(lines))
-    latest = max((line.time_ms for line in lines), default=None)
+    latest = max(map(_TIME_MS, lines), default=None)
     by_rule = Counter(s.rule_id for s in symptoms)
     batch = collapse_batch(lines, symptoms)
     return _Extracted(records, len(lines), events, batch, latest, dead, by_rule, marks)

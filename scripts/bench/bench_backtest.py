@@ -16,8 +16,12 @@ indexed ones (slow: minutes at 1,250 nodes).
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -67,8 +71,23 @@ def _backtest_with_re(path: Path, limit: int) -> tuple[int, float]:
     return result.engine.stats.lines, result.seconds
 
 
-def _row(label: str, lines_: int, seconds: float, note: str = "") -> None:
-    print(f"{label:<52}{lines_:>12,}{seconds:>10.2f}{lines_ / seconds:>14,.0f}  {note}")
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped children (the backtest's worker processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _with_cpu(run: Callable[[], BacktestResult]) -> tuple[BacktestResult, float]:
+    """A backtest and the CPU seconds it took in all its processes (the machine is shared: its
+    lines per wall second swing with the other work, its CPU seconds much less)."""
+    before = _cpu_seconds()
+    result = run()
+    return result, _cpu_seconds() - before
+
+
+def _row(label: str, lines_: int, seconds: float, note: str = "", cpu: float | None = None) -> None:
+    per_million = "" if cpu is None else f"{cpu * 1e6 / lines_:>10.2f}"
+    print(f"{label:<52}{lines_:>12,}{seconds:>10.2f}{lines_ / seconds:>14,.0f}{per_million}  {note}")
 
 
 def _outcome(result: BacktestResult) -> str:
@@ -77,7 +96,9 @@ def _outcome(result: BacktestResult) -> str:
     return f"{verdict.sub_domain} {','.join(verdict.responsible_nodes)} {root}"
 
 
-def storm_main(node_counts: list[int], count: int, pairwise: bool, runs: int) -> None:
+def storm_main(
+    node_counts: list[int], count: int, pairwise: bool, runs: int, skip_single: bool = False
+) -> None:
     """Storms beside the sparse recording of the same size, in one run; with ``pairwise``, the
     original refiners alternate with the indexed ones (this machine's speed swings)."""
     ruleset = load_ruleset()
@@ -85,20 +106,22 @@ def storm_main(node_counts: list[int], count: int, pairwise: bool, runs: int) ->
     directory = Path(tempfile.mkdtemp())
     sparse = directory / "sparse.jsonl"
     write_recording(sparse, count)
-    print(f"{'workload':<52}{'lines':>12}{'seconds':>10}{'lines/s':>14}  verdict")
+    print(f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    print(f"{'workload':<52}{'lines':>12}{'seconds':>10}{'lines/s':>14}{'CPU s/1M':>10}  verdict")
     for nodes in node_counts:
         path = directory / f"storm-{nodes}.jsonl"
         write_storm_recording(path, nodes, count)
         for run in range(runs):
-            base = backtest(sparse, ruleset, workers=workers)
+            base, cpu = _with_cpu(partial(backtest, sparse, ruleset, workers=workers))
             label = f"sparse (256 nodes, 0.1 % symptoms), {workers} processes"
-            _row(label, base.engine.stats.lines, base.seconds)
-            result = backtest(path, ruleset, workers=workers)
+            _row(label, base.engine.stats.lines, base.seconds, cpu=cpu)
+            result, cpu = _with_cpu(partial(backtest, path, ruleset, workers=workers))
             stats = result.engine.stats
-            _row(f"storm {nodes:,} nodes, {workers} processes", stats.lines, result.seconds, _outcome(result))
-            if run == 0:
-                single = backtest(path, ruleset, workers=1)
-                _row(f"storm {nodes:,} nodes, 1 process", stats.lines, single.seconds, _outcome(single))
+            label = f"storm {nodes:,} nodes, {workers} processes"
+            _row(label, stats.lines, result.seconds, _outcome(result), cpu)
+            if run == 0 and not skip_single:
+                single, cpu = _with_cpu(partial(backtest, path, ruleset, workers=1))
+                _row(f"storm {nodes:,} nodes, 1 process", stats.lines, single.seconds, _outcome(single), cpu)
             if pairwise:
                 with using_pairwise_refiners():
                     old = backtest(path, ruleset, workers=workers)
@@ -116,9 +139,12 @@ def main() -> None:
     parser.add_argument("--storm", default="", help="node counts of storm workloads, e.g. 128,1250,12500")
     parser.add_argument("--pairwise", action="store_true", help="storms: the pairwise refiners as baseline")
     parser.add_argument("--runs", type=int, default=1, help="storms: alternations per node count")
+    parser.add_argument("--no-single", action="store_true", help="storms: skip the 1-process run")
     args = parser.parse_args()
     if args.storm:
-        storm_main([int(n) for n in args.storm.split(",")], args.lines, args.pairwise, args.runs)
+        storm_main(
+            [int(n) for n in args.storm.split(",")], args.lines, args.pairwise, args.runs, args.no_single
+        )
         return
     path = args.keep or Path(tempfile.mkdtemp()) / "bench.jsonl"
     write_recording(path, args.lines)

@@ -8,6 +8,8 @@
  * dmesg time or no header at all. Everything else (non-ASCII, nested values, other escapes, a
  * PRI, localized months, dmesg -T, workload fields, odd times, ...) is declined, never guessed:
  * the Python path is the oracle (tests/streams/test_fastpick.py) and decides what C declines.
+ * pick_line does the same for the backtest on a whole recording line (streams/recording.py),
+ * reading the value object's bytes in place (tests/streams/test_backtest_fastpick.py).
  *
  * C99 and the Python C-API only.
  */
@@ -219,36 +221,36 @@ static const char *read_value(const char *p, const char *end, Field *out) {
     return read_literal(p, end, out); /* objects and arrays: declined */
 }
 
-/* 0 when the whole of raw is one flat object we read; -1 to decline. */
-static int read_record(const char *p, const char *end, Record *record) {
+/* p at a flat object's '{': the end after its '}', or NULL to decline. */
+static const char *read_object(const char *p, const char *end, Record *record) {
     memset(record, 0, sizeof(*record));
-    p = skip_ws(p + 1, end); /* raw[0] is '{' */
+    p = skip_ws(p + 1, end);
     if (p < end && *p == '}') {
-        return -1; /* {}: no text, Python's answer is None */
+        return NULL; /* {}: no text, Python's answer is None */
     }
     for (;;) {
         Field key, value;
         if (p >= end || *p != '"') {
-            return -1;
+            return NULL;
         }
         p = read_string(p, end, &key);
         if (p == NULL || key.escapes) {
-            return -1;
+            return NULL;
         }
         p = skip_ws(p, end);
         if (p >= end || *p != ':') {
-            return -1;
+            return NULL;
         }
         p = read_value(skip_ws(p + 1, end), end, &value);
         if (p == NULL) {
-            return -1;
+            return NULL;
         }
         int index = key_index(key.start, key.len);
         if (index == K_WORKLOAD) {
             record->workload = 1;
         } else if (index >= 0) {
             if (record->fields[index].kind) {
-                return -1; /* a repeated key: the last value wins in orjson; not worth reading */
+                return NULL; /* a repeated key: the last value wins in orjson; not worth reading */
             }
             record->fields[index] = value;
         }
@@ -258,10 +260,16 @@ static int read_record(const char *p, const char *end, Record *record) {
             continue;
         }
         if (p < end && *p == '}') {
-            return skip_ws(p + 1, end) == end ? 0 : -1;
+            return p + 1;
         }
-        return -1;
+        return NULL;
     }
+}
+
+/* 0 when the whole of raw is one flat object we read; -1 to decline. */
+static int read_record(const char *p, const char *end, Record *record) {
+    p = read_object(p, end, record); /* raw[0] is '{' */
+    return p != NULL && skip_ws(p, end) == end ? 0 : -1;
 }
 
 /* ---- times ---------------------------------------------------------------------------------- */
@@ -645,20 +653,20 @@ static int field_time(const Record *record, int64_t *ms) {
     return -1;
 }
 
-static PyObject *pick_fields(const char *raw, Py_ssize_t size, int user_written, int has_kafka, int64_t kafka) {
-    Record record;
+/* common_record_fields of a record read whole (its planned path), or None to decline. */
+static PyObject *record_fields(const Record *record, int user_written, int has_kafka, int64_t kafka) {
     static const int text_keys[] = {K_LOG, K_MESSAGE, K_MESSAGE_UP, K_MSG, -1};
-    if (read_record(raw, raw + size, &record) || record.workload) {
+    if (record->workload) {
         Py_RETURN_NONE;
     }
-    const Field *text_field = first_present(&record, text_keys);
+    const Field *text_field = first_present(record, text_keys);
     if (text_field == NULL || text_field->kind != V_STR || text_field->len == 0) {
         Py_RETURN_NONE;
     }
     int64_t field_ms = 0;
-    int has_field_ms = field_time(&record, &field_ms);
+    int has_field_ms = field_time(record, &field_ms);
     const Field *host_field =
-        first_present(&record, record.fields[K_SOURCE_TYPE].kind ? VECTOR_HOSTS : FLUENTBIT_HOSTS);
+        first_present(record, record->fields[K_SOURCE_TYPE].kind ? VECTOR_HOSTS : FLUENTBIT_HOSTS);
     if (has_field_ms < 0 ||
         (host_field && (host_field->kind != V_STR || host_field->len == 0 || host_field->escapes))) {
         Py_RETURN_NONE;
@@ -703,6 +711,14 @@ static PyObject *pick_fields(const char *raw, Py_ssize_t size, int user_written,
     PyTuple_SET_ITEM(result, 1, host);
     PyTuple_SET_ITEM(result, 2, when);
     return result;
+}
+
+static PyObject *pick_fields(const char *raw, Py_ssize_t size, int user_written, int has_kafka, int64_t kafka) {
+    Record record;
+    if (read_record(raw, raw + size, &record)) {
+        Py_RETURN_NONE;
+    }
+    return record_fields(&record, user_written, has_kafka, kafka);
 }
 
 /* pick(raw: bytes, source: str, kafka_ms: int, user_written: frozenset) -> tuple | None */
@@ -769,10 +785,194 @@ static PyObject *pick_record(PyObject *module, PyObject *const *args, Py_ssize_t
     return result;
 }
 
+/* ---- a recording line (streams/recording.py): the backtest's hot path ------------------------ */
+
+enum { R_TOPIC, R_VALUE, R_KEY, R_TIMESTAMP, R_PARTITION, R_OFFSET, R_COUNT };
+/* streams.records.TopicRecord's fields: a recording line with any other key is declined */
+static const char *const RECORDING_KEYS[] = {"topic", "value", "key", "timestamp", "partition", "offset"};
+
+static int recording_key(const char *s, Py_ssize_t n) {
+    for (int i = 0; i < R_COUNT; i++) {
+        if ((size_t)n == strlen(RECORDING_KEYS[i]) && memcmp(s, RECORDING_KEYS[i], (size_t)n) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+typedef struct {
+    Field field;
+    const char *at; /* the value's JSON text */
+    Py_ssize_t len;
+} TopField;
+
+/* A JSON integer's text that is its Python str as well (no sign: "-0" prints as "0"). */
+static int plain_whole(const TopField *f) { return f->field.kind == V_INT && f->at[0] != '-'; }
+static int is_null(const TopField *f) { return f->field.kind == V_OTHER && f->at[0] == 'n'; }
+
+/* The recording line's top-level fields, and its value read into *record: the key count, or -1
+ * to decline (anything but one flat object of TopicRecord's keys, each once). */
+static int read_recording_line(const char *p, const char *end, TopField *top, Record *record) {
+    int count = 0;
+    memset(top, 0, sizeof(TopField) * R_COUNT);
+    p = skip_ws(p + 1, end); /* line[0] is '{' */
+    for (;;) {
+        Field key;
+        if (p >= end || *p != '"') {
+            return -1;
+        }
+        p = read_string(p, end, &key);
+        int which = p == NULL || key.escapes ? -1 : recording_key(key.start, key.len);
+        if (which < 0 || top[which].at != NULL) {
+            return -1;
+        }
+        p = skip_ws(p, end);
+        if (p >= end || *p != ':') {
+            return -1;
+        }
+        p = skip_ws(p + 1, end);
+        const char *at = p;
+        if (which == R_VALUE) {
+            p = p < end && *p == '{' ? read_object(p, end, record) : NULL; /* a string value: Python */
+            top[which].field.kind = V_OTHER;
+        } else {
+            p = read_value(p, end, &top[which].field);
+        }
+        if (p == NULL) {
+            return -1;
+        }
+        top[which].at = at;
+        top[which].len = p - at;
+        count++;
+        p = skip_ws(p, end);
+        if (p < end && *p == ',') {
+            p = skip_ws(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}') {
+            return skip_ws(p + 1, end) == end ? count : -1;
+        }
+        return -1;
+    }
+}
+
+/* streams.recording._origin: "topic:partition:offset" when the line has more than four keys and
+ * both of those, else "topic:@line_no". */
+static PyObject *recording_origin(const TopField *top, int count, long long line_no) {
+    char number[32];
+    const Field *topic = &top[R_TOPIC].field;
+    int numbered = count > 4 && top[R_PARTITION].at && top[R_OFFSET].at && !is_null(&top[R_PARTITION]) &&
+                   !is_null(&top[R_OFFSET]);
+    Py_ssize_t tail = numbered ? 2 + top[R_PARTITION].len + top[R_OFFSET].len
+                               : 2 + snprintf(number, sizeof(number), "%lld", line_no);
+    PyObject *origin = PyUnicode_New(topic->len + tail, 127);
+    if (origin == NULL) {
+        return NULL;
+    }
+    char *out = (char *)PyUnicode_1BYTE_DATA(origin);
+    memcpy(out, topic->start, (size_t)topic->len);
+    out += topic->len;
+    *out++ = ':';
+    if (numbered) {
+        memcpy(out, top[R_PARTITION].at, (size_t)top[R_PARTITION].len);
+        out += top[R_PARTITION].len;
+        *out++ = ':';
+        memcpy(out, top[R_OFFSET].at, (size_t)top[R_OFFSET].len);
+    } else {
+        *out++ = '@';
+        memcpy(out, number, strlen(number));
+    }
+    return origin;
+}
+
+/* pick_line(line: bytes, line_no: int, log_sources: dict, user_written: frozenset) -> tuple | None
+ *
+ * One recording line (streams.recording.parse_recording_line) of a log topic, normalized as the
+ * backtest's common_fields(source, value, None, timestamp, reference) normalizes it: (text, host,
+ * time_ms, source, origin, timestamp), or None to decline. It answers only a line whose value is
+ * an object it reads whole, with no key (absent or null), an int timestamp >= 0 (so the year
+ * reference is the timestamp, as pick's k) and a topic in log_sources (topic -> source, the log
+ * topics only); partition and offset, when present, are null or plain ints. The value's bytes
+ * are what pick would read: orjson decodes them to the very dict the recording line holds. */
+static PyObject *pick_line(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "pick_line(line, line_no, log_sources, user_written_sources)");
+        return NULL;
+    }
+    PyObject *line = args[0];
+    if (!PyBytes_CheckExact(line) || PyBytes_GET_SIZE(line) < 2 || PyBytes_AS_STRING(line)[0] != '{' ||
+        !PyLong_CheckExact(args[1]) || !PyDict_CheckExact(args[2])) {
+        Py_RETURN_NONE;
+    }
+    long long line_no = PyLong_AsLongLong(args[1]);
+    if (line_no == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    TopField top[R_COUNT];
+    Record record;
+    const char *start = PyBytes_AS_STRING(line);
+    int count = read_recording_line(start, start + PyBytes_GET_SIZE(line), top, &record);
+    if (count < 0 || top[R_TOPIC].field.kind != V_STR || top[R_TOPIC].field.escapes || top[R_VALUE].at == NULL ||
+        (top[R_KEY].at && !is_null(&top[R_KEY])) || !top[R_TIMESTAMP].at || !plain_whole(&top[R_TIMESTAMP]) ||
+        (top[R_PARTITION].at && !is_null(&top[R_PARTITION]) && !plain_whole(&top[R_PARTITION])) ||
+        (top[R_OFFSET].at && !is_null(&top[R_OFFSET]) && !plain_whole(&top[R_OFFSET]))) {
+        Py_RETURN_NONE;
+    }
+    int64_t stamp = 0; /* read_number: at most 17 digits */
+    for (Py_ssize_t i = 0; i < top[R_TIMESTAMP].len; i++) {
+        stamp = stamp * 10 + (top[R_TIMESTAMP].at[i] - '0');
+    }
+    PyObject *topic = host_str(top[R_TOPIC].field.start, top[R_TOPIC].field.len);
+    if (topic == NULL) {
+        return NULL;
+    }
+    PyObject *source = PyDict_GetItemWithError(args[2], topic); /* borrowed */
+    Py_DECREF(topic);
+    if (source == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE; /* the scheduler's topic, or one the caller has not mapped yet */
+    }
+    int user_written = PySet_Contains(args[3], source);
+    if (user_written < 0) {
+        return NULL;
+    }
+    PyObject *fields = record_fields(&record, user_written, 1, stamp);
+    if (fields == NULL || fields == Py_None) {
+        return fields;
+    }
+    PyObject *origin = recording_origin(top, count, line_no);
+    PyObject *when = origin ? PyLong_FromLongLong(stamp) : NULL;
+    PyObject *result = when ? PyTuple_New(6) : NULL;
+    if (result == NULL) {
+        Py_DECREF(fields);
+        Py_XDECREF(origin);
+        Py_XDECREF(when);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        PyObject *item = PyTuple_GET_ITEM(fields, i);
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(result, i, item);
+    }
+    Py_DECREF(fields);
+    Py_INCREF(source);
+    PyTuple_SET_ITEM(result, 3, source);
+    PyTuple_SET_ITEM(result, 4, origin);
+    PyTuple_SET_ITEM(result, 5, when);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"pick_record", (PyCFunction)(void (*)(void))pick_record, METH_FASTCALL,
      "pick_record(record, source, user_written_sources): pick() of a ConsumerRecord's value, when it "
      "has no key, no headers and an int timestamp (streams.prefilter._common's fast case); else None."},
+    {"pick_line", (PyCFunction)(void (*)(void))pick_line, METH_FASTCALL,
+     "pick_line(line, line_no, log_sources, user_written_sources): a recording line's (text, host, "
+     "time_ms, source, origin, timestamp) as the backtest normalizes it, or None: decline."},
     {"pick", (PyCFunction)(void (*)(void))pick, METH_FASTCALL,
      "pick(raw, source, kafka_ms, user_written_sources): common_json_fields' (text, host, time_ms), "
      "or None: decline (the Python path decides)."},
