@@ -11,6 +11,9 @@ run; ``--pairwise`` adds the original pairwise refiners as a baseline, alternati
 indexed ones (slow: minutes at 1,250 nodes).
 
     python -m scripts.bench.bench_backtest --storm 128,1250,12500 [--lines 1000000] [--pairwise]
+
+Storm rows also give the CPU seconds per 1 M lines of the process and its worker processes (the
+figure to compare on a shared machine) and the load average when the runs start.
 """
 
 from __future__ import annotations
